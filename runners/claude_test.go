@@ -1,0 +1,371 @@
+package runners
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// transcript opens a stream recorded from a real CLI (see
+// testdata/transcripts/README.md).
+func transcript(t *testing.T, name string) *os.File {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "testdata", "transcripts", name))
+	require.NoError(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// collect parses a transcript with parse and returns its events.
+func collect(t *testing.T, parse func(*os.File, func(Event)) error, name string) []Event {
+	t.Helper()
+	var events []Event
+	require.NoError(t, parse(transcript(t, name), func(e Event) { events = append(events, e) }))
+	return events
+}
+
+// ofKind returns the events of kind k.
+func ofKind(events []Event, k Kind) []Event {
+	var out []Event
+	for _, e := range events {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// onlyResult returns the one KindResult event, failing the test if there is
+// not exactly one, and checks it is the last event.
+func onlyResult(t *testing.T, events []Event) *Result {
+	t.Helper()
+	results := ofKind(events, KindResult)
+	require.Len(t, results, 1)
+	require.Equal(t, KindResult, events[len(events)-1].Kind, "the result is the last event")
+	require.NotNil(t, results[0].Result)
+	return results[0].Result
+}
+
+func parseClaude(f *os.File, emit func(Event)) error { return (&Claude{}).Parse(f, emit) }
+
+func TestClaudeCommand(t *testing.T) {
+	base := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	tests := []struct {
+		name     string
+		claude   Claude
+		turn     Turn
+		wantPath string
+		wantArgs []string
+		wantEnv  []string
+	}{
+		{
+			name:     "defaults",
+			turn:     Turn{Prompt: "do it", Dir: "/w"},
+			wantPath: "claude",
+			wantArgs: append(base, "--permission-mode", "acceptEdits"),
+			wantEnv:  []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=0"},
+		},
+		{
+			name: "everything",
+			claude: Claude{
+				Bin:                "/opt/claude",
+				Model:              "claude-sonnet-4-5",
+				PermissionMode:     "default",
+				AllowedTools:       []string{"Read", "Edit", "Bash(go test:*)"},
+				DisallowedTools:    []string{"WebFetch", "WebSearch"},
+				AppendSystemPrompt: "Be brief.",
+				MaxRetries:         2,
+			},
+			turn: Turn{
+				Prompt:   "fix it",
+				Dir:      "/w",
+				Resume:   "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee",
+				Allow:    []string{"Bash(go build:*)"},
+				MaxTurns: 7,
+			},
+			wantPath: "/opt/claude",
+			wantArgs: append(base,
+				"--permission-mode", "default",
+				"--allowedTools", "Read,Edit,Bash(go test:*),Bash(go build:*)",
+				"--disallowedTools", "WebFetch,WebSearch",
+				"--model", "claude-sonnet-4-5",
+				"--append-system-prompt", "Be brief.",
+				"--resume", "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee",
+				"--max-turns", "7",
+			),
+			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=2"},
+		},
+		{
+			name:     "turn allow only",
+			claude:   Claude{PermissionMode: "plan", MaxRetries: -1},
+			turn:     Turn{Prompt: "p", Allow: []string{"Write", "Bash(git *)"}},
+			wantPath: "claude",
+			wantArgs: append(base, "--permission-mode", "plan", "--allowedTools", "Write,Bash(git *)"),
+			wantEnv:  []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd, err := tt.claude.Command(tt.turn)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantPath, cmd.Path)
+			assert.Equal(t, tt.wantArgs, cmd.Args)
+			assert.Equal(t, tt.wantEnv, cmd.Env)
+			assert.Equal(t, tt.turn.Dir, cmd.Dir)
+			assert.Equal(t, tt.turn.Prompt, cmd.Stdin, "the prompt goes on stdin")
+			for _, a := range cmd.Args {
+				assert.NotEqual(t, tt.turn.Prompt, a, "the prompt is never in argv")
+				assert.NotContains(t, a, "dangerously")
+			}
+		})
+	}
+}
+
+func TestClaudeCommandRefuses(t *testing.T) {
+	tests := []struct {
+		name    string
+		claude  Claude
+		turn    Turn
+		wantErr string
+	}{
+		{"bypassPermissions", Claude{PermissionMode: "bypassPermissions"}, Turn{Prompt: "p"}, "bypassPermissions"},
+		{"unknown mode", Claude{PermissionMode: "yolo"}, Turn{Prompt: "p"}, "yolo"},
+		{"mode in wrong case", Claude{PermissionMode: "acceptedits"}, Turn{Prompt: "p"}, "acceptedits"},
+		{"empty prompt", Claude{}, Turn{}, "empty prompt"},
+		{"empty rule", Claude{AllowedTools: []string{"Read", " "}}, Turn{Prompt: "p"}, "empty tool rule"},
+		{"rule like a flag", Claude{}, Turn{Prompt: "p", Allow: []string{"--dangerously-skip-permissions"}}, "starts with '-'"},
+		{"rule with comma", Claude{DisallowedTools: []string{"A,B"}}, Turn{Prompt: "p"}, "comma"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.claude.Command(tt.turn)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+func TestClaudeParseAcceptEditsDenial(t *testing.T) {
+	events := collect(t, parseClaude, "claude-a_acceptEdits.stdout.jsonl")
+
+	require.Equal(t, KindInit, events[0].Kind)
+	init := events[0].Init
+	assert.Equal(t, "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee", init.SessionID)
+	assert.Equal(t, "acceptEdits", init.PermissionMode)
+	assert.Equal(t, "claude-opus-4-8[1m]", init.Model)
+	assert.Equal(t, "2.1.197", init.CLIVersion)
+	assert.Equal(t, "/sandbox/work", init.CWD)
+	assert.Contains(t, init.Tools, "Write")
+
+	var kinds []Kind
+	for _, e := range events {
+		kinds = append(kinds, e.Kind)
+	}
+	assert.Equal(t, []Kind{KindInit, KindText, KindToolUse, KindToolResult, KindToolUse, KindToolResult, KindText, KindResult}, kinds)
+
+	uses := ofKind(events, KindToolUse)
+	assert.Equal(t, "toolu_01", uses[0].ToolUse.ID)
+	assert.Equal(t, "Write", uses[0].ToolUse.Name)
+	assert.JSONEq(t, `{"file_path":"/sandbox/work/hello.txt","content":"hello\n"}`, string(uses[0].ToolUse.Input))
+	assert.Equal(t, "Bash", uses[1].ToolUse.Name)
+
+	results := ofKind(events, KindToolResult)
+	assert.Equal(t, "toolu_01", results[0].ToolResult.ToolUseID)
+	assert.False(t, results[0].ToolResult.IsError)
+	assert.True(t, strings.HasPrefix(results[0].ToolResult.Content, "File created successfully"))
+	assert.Equal(t, "toolu_02", results[1].ToolResult.ToolUseID)
+	assert.True(t, results[1].ToolResult.IsError)
+	assert.Contains(t, results[1].ToolResult.Content, "require approval: git add -A, git commit -m msg")
+	assert.Empty(t, results[1].ToolResult.ErrorType)
+
+	res := onlyResult(t, events)
+	assert.Equal(t, "success", res.Subtype, "a denial does not change the subtype")
+	assert.False(t, res.IsError)
+	assert.Equal(t, "FINAL: committed.", res.Text)
+	assert.Equal(t, "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee", res.SessionID)
+	assert.Equal(t, 3, res.NumTurns)
+	assert.Equal(t, Usage{InputTokens: 30, OutputTokens: 15, CostUSD: 0.0007}, res.Usage)
+	assert.Zero(t, res.APIErrorStatus)
+	assert.Empty(t, res.ErrorType)
+	require.Len(t, res.Denials, 1)
+	assert.Equal(t, "Bash", res.Denials[0].Tool)
+	assert.Equal(t, "toolu_02", res.Denials[0].ToolUseID)
+	assert.JSONEq(t, `{"command":"git add -A && git commit -m msg","description":"Commit changes"}`, string(res.Denials[0].Input))
+}
+
+func TestClaudeParseTranscripts(t *testing.T) {
+	tests := []struct {
+		file        string
+		sessionID   string
+		toolUses    []string // tool names, in order
+		toolErrors  []bool   // IsError of each tool result, in order
+		denials     []string // denied tools
+		subtype     string
+		isError     bool
+		text        string
+		numTurns    int
+		apiStatus   int
+		errorType   string
+		errorPrefix string
+	}{
+		{
+			file:       "claude-b_allow_git.stdout.jsonl",
+			sessionID:  "4f3c89ae-ded5-4b5b-bd83-1d2bfe2bb9db",
+			toolUses:   []string{"Write", "Bash"},
+			toolErrors: []bool{false, false},
+			subtype:    "success",
+			text:       "FINAL: committed.",
+			numTurns:   3,
+		},
+		{
+			file:       "claude-c_default.stdout.jsonl",
+			sessionID:  "b626bc4b-f582-4a62-a471-8696235fa5b6",
+			toolUses:   []string{"Write", "Bash"},
+			toolErrors: []bool{true, true},
+			denials:    []string{"Write", "Bash"},
+			subtype:    "success",
+			text:       "FINAL: committed.",
+			numTurns:   3,
+		},
+		{
+			file:       "claude-u_parallel.stdout.jsonl",
+			sessionID:  "df3ba74b-71f1-4694-ae0d-d5f9562fc083",
+			toolUses:   []string{"Write", "Bash"},
+			toolErrors: []bool{false, false},
+			subtype:    "success",
+			text:       "FINAL",
+			numTurns:   3,
+		},
+		{
+			file:        "claude-l_maxturns.stdout.jsonl",
+			sessionID:   "05179628-1ac7-48bc-8665-98063c9279df",
+			toolUses:    []string{"Write"},
+			toolErrors:  []bool{false},
+			subtype:     "error_max_turns",
+			isError:     true,
+			numTurns:    2,
+			errorType:   "max_turns",
+			errorPrefix: "Reached maximum number of turns (1)",
+		},
+		{
+			file:        "claude-err500.stdout.jsonl",
+			sessionID:   "85ab0b5b-9f65-4564-87cb-028eac8f48a0",
+			subtype:     "success",
+			isError:     true,
+			text:        "API Error: 500 fake 500. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:18121).",
+			numTurns:    1,
+			apiStatus:   500,
+			errorType:   "completed",
+			errorPrefix: "API Error: 500 fake 500.",
+		},
+		{
+			file:        "claude-connrefused.stdout.jsonl",
+			sessionID:   "bbf11be2-15ac-443c-baa4-fddec5770851",
+			subtype:     "success",
+			isError:     true,
+			text:        "API Error: Unable to connect to API (ConnectionRefused)",
+			numTurns:    1,
+			errorType:   "completed",
+			errorPrefix: "API Error: Unable to connect",
+		},
+		{
+			file:      "claude-v_struct.stdout.jsonl",
+			sessionID: "0eab51d8-9b7e-47aa-ada5-7350b18cd048",
+			subtype:   "success",
+			text:      `{"verdict":"APPROVED"}`,
+			numTurns:  2,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			events := collect(t, parseClaude, tt.file)
+			if inits := ofKind(events, KindInit); len(inits) > 0 {
+				require.Len(t, inits, 1)
+				assert.Equal(t, tt.sessionID, inits[0].Init.SessionID)
+			}
+			var uses []string
+			for _, e := range ofKind(events, KindToolUse) {
+				uses = append(uses, e.ToolUse.Name)
+			}
+			assert.Equal(t, tt.toolUses, uses)
+			var toolErrors []bool
+			for _, e := range ofKind(events, KindToolResult) {
+				toolErrors = append(toolErrors, e.ToolResult.IsError)
+			}
+			assert.Equal(t, tt.toolErrors, toolErrors)
+
+			res := onlyResult(t, events)
+			assert.Equal(t, tt.sessionID, res.SessionID)
+			assert.Equal(t, tt.subtype, res.Subtype)
+			assert.Equal(t, tt.isError, res.IsError)
+			assert.Equal(t, tt.text, res.Text)
+			assert.Equal(t, tt.numTurns, res.NumTurns)
+			assert.Equal(t, tt.apiStatus, res.APIErrorStatus)
+			assert.Equal(t, tt.errorType, res.ErrorType)
+			assert.True(t, strings.HasPrefix(res.ErrorMessage, tt.errorPrefix), "ErrorMessage %q", res.ErrorMessage)
+			if !tt.isError {
+				assert.Empty(t, res.ErrorMessage)
+			}
+			var denied []string
+			for _, d := range res.Denials {
+				denied = append(denied, d.Tool)
+			}
+			assert.Equal(t, tt.denials, denied)
+		})
+	}
+}
+
+func TestClaudeParseRetries(t *testing.T) {
+	events := collect(t, parseClaude, "claude-err500.stdout.jsonl")
+	retries := ofKind(events, KindRetry)
+	require.Len(t, retries, 2)
+	assert.Equal(t, Retry{Attempt: 1, MaxRetries: 2, ErrorStatus: 500, Error: "server_error"}, *retries[0].Retry)
+	assert.Equal(t, 2, retries[1].Retry.Attempt)
+}
+
+func TestClaudeParseShapes(t *testing.T) {
+	// Shapes the recorded transcripts do not show: array tool_result content,
+	// thinking blocks, a string user message, null fields, an interrupted run.
+	stream := strings.Join([]string{
+		`not json at all`,
+		`{"type":"stream_event","event":{"type":"message_start"}}`,
+		`{"type":"user","message":{"role":"user","content":"a replayed prompt"}}`,
+		`{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"hi"}]}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"one"},{"type":"image","source":{}},{"type":"text","text":"two"}]}]}}`,
+		`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"error_status":null,"error":"unknown"}`,
+		`{"type":"result","subtype":"error_during_execution","is_error":true,"result":null,"api_error_status":null,"num_turns":1,"session_id":"s","terminal_reason":"aborted_streaming","usage":{"input_tokens":5,"cache_creation_input_tokens":7,"cache_read_input_tokens":11,"output_tokens":3},"permission_denials":[],"errors":[]}`,
+	}, "\r\n")
+	var events []Event
+	require.NoError(t, (&Claude{}).Parse(strings.NewReader(stream), func(e Event) { events = append(events, e) }))
+	require.Len(t, events, 4)
+	assert.Equal(t, Event{Kind: KindText, Text: "hi"}, events[0])
+	assert.Equal(t, &ToolResult{ToolUseID: "t1", Content: "one\ntwo"}, events[1].ToolResult)
+	assert.Equal(t, &Retry{Attempt: 1, MaxRetries: 10, Error: "unknown"}, events[2].Retry)
+	assert.Equal(t, &Result{
+		Subtype:      "error_during_execution",
+		IsError:      true,
+		SessionID:    "s",
+		NumTurns:     1,
+		Usage:        Usage{InputTokens: 23, OutputTokens: 3},
+		ErrorType:    "aborted_streaming",
+		ErrorMessage: "",
+	}, events[3].Result)
+}
+
+func TestClaudeParseToleratesOddFieldTypes(t *testing.T) {
+	// One field of an unexpected type must not cost the whole result.
+	line := `{"type":"result","subtype":"success","is_error":false,"num_turns":"three","result":"done","session_id":"s","permission_denials":[{"tool_name":"Bash","tool_use_id":"t","tool_input":{"command":"ls"}}]}`
+	var events []Event
+	require.NoError(t, (&Claude{}).Parse(strings.NewReader(line), func(e Event) { events = append(events, e) }))
+	require.Len(t, events, 1)
+	res := events[0].Result
+	assert.Equal(t, "done", res.Text)
+	assert.Equal(t, "s", res.SessionID)
+	require.Len(t, res.Denials, 1)
+	assert.Equal(t, json.RawMessage(`{"command":"ls"}`), res.Denials[0].Input)
+}

@@ -1,0 +1,24 @@
+package runners
+
+// Command is one agent process to start. The watcher starts it through
+// spawn's exec seam; runners never start processes.
+type Command struct {
+	Path  string   // the binary: a name looked up in PATH, or a path
+	Args  []string // arguments after Path
+	Env   []string // KEY=VALUE pairs added to (and overriding) the inherited environment
+	Dir   string   // working directory
+	Stdin string   // written to the process's stdin, then stdin is closed: the prompt
+}
+
+// Turn is one invocation of an agent: a new session, or a resumed one.
+type Turn struct {
+	Prompt string
+	Dir    string
+	// Resume is the session id to resume; empty starts a new session.
+	Resume string
+	// Allow holds extra tool rules granted for this turn only (escalation),
+	// added to the runner's own allowed tools.
+	Allow []string
+	// MaxTurns is passed to the CLI as its own turn cap; 0 means none.
+	MaxTurns int
+}

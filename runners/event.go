@@ -1,0 +1,99 @@
+// Package runners knows the two agent CLIs spawn drives: how to build their
+// command lines and environments, and how to read their event streams into
+// spawn's own event model. It starts no process itself; the watcher does.
+package runners
+
+import "encoding/json"
+
+// Kind names one type of Event.
+type Kind string
+
+// The kinds of event an agent's stream is parsed into.
+const (
+	KindInit       Kind = "init"        // the agent started a session
+	KindText       Kind = "text"        // the model said something
+	KindToolUse    Kind = "tool_use"    // the model called a tool
+	KindToolResult Kind = "tool_result" // the CLI ran (or refused) a tool call
+	KindRetry      Kind = "retry"       // the CLI retries a failed model API call
+	KindResult     Kind = "result"      // the final result; exactly one per successful process
+)
+
+// Event is one thing that happened in an agent's stream. Exactly one of the
+// pointer fields matching Kind is set (Text uses the Text field).
+type Event struct {
+	Kind       Kind
+	Init       *Init
+	Text       string
+	ToolUse    *ToolUse
+	ToolResult *ToolResult
+	Retry      *Retry
+	Result     *Result
+}
+
+// Init describes the session an agent started.
+type Init struct {
+	SessionID      string
+	Model          string
+	PermissionMode string // claude's permission mode; gemini reports none
+	CLIVersion     string
+	CWD            string
+	Tools          []string
+}
+
+// ToolUse is one tool call made by the model.
+type ToolUse struct {
+	ID    string
+	Name  string
+	Input json.RawMessage
+}
+
+// ToolResult is the CLI's answer to one tool call.
+type ToolResult struct {
+	ToolUseID string
+	IsError   bool
+	Content   string
+	// ErrorType is gemini's error.type for a failed call: "policy_violation",
+	// "tool_not_registered", "invalid_tool_params"... Empty for claude.
+	ErrorType string
+}
+
+// Retry reports that the CLI is retrying a model API call.
+type Retry struct {
+	Attempt     int
+	MaxRetries  int
+	ErrorStatus int
+	Error       string
+}
+
+// Usage counts tokens and cost as the CLI reports them.
+type Usage struct {
+	InputTokens  int64
+	OutputTokens int64
+	CostUSD      float64
+}
+
+// Denial is a tool call the CLI refused for lack of permission.
+type Denial struct {
+	Tool      string
+	ToolUseID string
+	Input     json.RawMessage
+}
+
+// Result is the agent's final word. A process that exits without one has
+// crashed or been interrupted, whatever its exit code.
+type Result struct {
+	// Subtype is claude's result subtype ("success", "error_max_turns",
+	// "error_during_execution") or gemini's status ("success", "error").
+	Subtype string
+	IsError bool
+	// Text is the final answer: claude's result field, or gemini's assistant
+	// messages joined.
+	Text           string
+	SessionID      string
+	NumTurns       int
+	Usage          Usage
+	Denials        []Denial
+	APIErrorStatus int    // HTTP status of a failed model API call, 0 if none
+	ErrorType      string // gemini error.type, or claude's terminal_reason on error
+	ErrorMessage   string
+}

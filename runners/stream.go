@@ -1,0 +1,85 @@
+package runners
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// readerBufferSize is the initial buffer of the line reader. Longer lines are
+// still read whole: bufio.Reader.ReadBytes grows its result as needed.
+const readerBufferSize = 64 << 10
+
+// readJSONLines calls fn with every line of r that looks like a JSON object,
+// without its line ending, until r is exhausted. A last line without a
+// trailing newline is still passed on. Lines are not length-limited: one tool
+// result can be many megabytes. The error is r's, wrapped; io.EOF is not an
+// error.
+func readJSONLines(r io.Reader, fn func(line []byte)) error {
+	br := bufio.NewReaderSize(r, readerBufferSize)
+	for {
+		line, err := br.ReadBytes('\n')
+		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 && trimmed[0] == '{' {
+			fn(trimmed)
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("runners: reading agent output: %w", err)
+		}
+	}
+}
+
+// decode unmarshals line into v. A field of an unexpected JSON type does not
+// spoil the rest of the line: encoding/json keeps decoding after a type
+// mismatch, so such a line still counts as decoded. It reports false only for
+// a line that is not JSON at all.
+func decode(line []byte, v any) bool {
+	err := json.Unmarshal(line, v)
+	if err == nil {
+		return true
+	}
+	var typeErr *json.UnmarshalTypeError
+	return errors.As(err, &typeErr)
+}
+
+// rawString returns raw as a string when it is a JSON string, its JSON text
+// otherwise, and "" for an absent value or null.
+func rawString(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// joinRules joins tool rules into the single comma-separated argument both
+// CLIs accept, so that a variadic flag has exactly one value to take. A rule
+// that is empty, starts with "-" (it would be read as a flag) or contains a
+// comma or a line break (it would be split) is an error.
+func joinRules(flag string, rules ...[]string) (string, error) {
+	var all []string
+	for _, list := range rules {
+		for _, rule := range list {
+			rule = strings.TrimSpace(rule)
+			switch {
+			case rule == "":
+				return "", fmt.Errorf("runners: %s: empty tool rule", flag)
+			case strings.HasPrefix(rule, "-"):
+				return "", fmt.Errorf("runners: %s: tool rule %q starts with '-'", flag, rule)
+			case strings.ContainsAny(rule, ",\r\n"):
+				return "", fmt.Errorf("runners: %s: tool rule %q contains a comma or a line break", flag, rule)
+			}
+			all = append(all, rule)
+		}
+	}
+	return strings.Join(all, ","), nil
+}

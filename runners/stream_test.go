@@ -1,0 +1,97 @@
+package runners
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// streamParser is the Parse method of either runner.
+type streamParser func(io.Reader, func(Event)) error
+
+// parsers returns both runners' parsers with, for each, a huge tool result
+// line and a final result line in its CLI's format.
+func parsers() []struct {
+	name       string
+	parse      streamParser
+	hugeLine   func(content string) string
+	resultLine string
+} {
+	return []struct {
+		name       string
+		parse      streamParser
+		hugeLine   func(content string) string
+		resultLine string
+	}{
+		{
+			name:  "claude",
+			parse: (&Claude{}).Parse,
+			hugeLine: func(content string) string {
+				return `{"type":"user","message":{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"` + content + `"}]}}`
+			},
+			resultLine: `{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s","num_turns":2}`,
+		},
+		{
+			name:  "gemini",
+			parse: (&Gemini{}).Parse,
+			hugeLine: func(content string) string {
+				return `{"type":"tool_result","tool_id":"t1","status":"success","output":"` + content + `"}`
+			},
+			resultLine: `{"type":"result","status":"success","stats":{"input_tokens":1,"output_tokens":2}}`,
+		},
+	}
+}
+
+func TestParseHugeLineThenResultWithoutNewline(t *testing.T) {
+	content := strings.Repeat("x", 8<<20)
+	for _, p := range parsers() {
+		t.Run(p.name, func(t *testing.T) {
+			stream := p.hugeLine(content) + "\n" + p.resultLine // no trailing newline
+			var events []Event
+			// HalfReader makes the buffered reader refill many times.
+			r := iotest.HalfReader(strings.NewReader(stream))
+			require.NoError(t, p.parse(r, func(e Event) { events = append(events, e) }))
+			require.Len(t, events, 2)
+			require.Equal(t, KindToolResult, events[0].Kind)
+			assert.Equal(t, "t1", events[0].ToolResult.ToolUseID)
+			assert.Len(t, events[0].ToolResult.Content, len(content))
+			require.Equal(t, KindResult, events[1].Kind)
+			assert.Equal(t, "success", events[1].Result.Subtype)
+		})
+	}
+}
+
+func TestParseReturnsReaderError(t *testing.T) {
+	boom := errors.New("boom")
+	for _, p := range parsers() {
+		t.Run(p.name, func(t *testing.T) {
+			// A complete line, then the read fails in the middle of the next.
+			r := io.MultiReader(
+				strings.NewReader(p.hugeLine("before")+"\n"+p.resultLine[:10]),
+				iotest.ErrReader(boom),
+			)
+			var events []Event
+			err := p.parse(r, func(e Event) { events = append(events, e) })
+			require.ErrorIs(t, err, boom)
+			require.Len(t, events, 1, "events before the failure are still emitted")
+			assert.Equal(t, "before", events[0].ToolResult.Content)
+		})
+	}
+}
+
+func TestParseEmptyAndNoiseOnly(t *testing.T) {
+	for _, p := range parsers() {
+		t.Run(p.name, func(t *testing.T) {
+			var events []Event
+			emit := func(e Event) { events = append(events, e) }
+			require.NoError(t, p.parse(strings.NewReader(""), emit))
+			require.NoError(t, p.parse(strings.NewReader("\n\n   \nnot json\n{broken json\n[1,2]\n"), emit))
+			assert.Empty(t, events)
+		})
+	}
+}
