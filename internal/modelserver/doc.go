@@ -1,0 +1,23 @@
+// Package modelserver is a scripted model server for offline tests: one
+// HTTP server that speaks both the Anthropic Messages API (what `claude -p`
+// calls) and the Gemini API (what `gemini` calls), and answers from a
+// Scenario instead of a model.
+//
+// The real CLIs are pointed at it through the environment returned by
+// Server.ClaudeEnv and Server.GeminiEnv. A scenario lists, per API, scripts of
+// turns ("call Write, then Bash, then say done"); the server picks the
+// script from the request's user text and the turn from the tool results
+// already present in the request's history (never by counting assistant
+// messages: claude merges messages, replays resumed sessions and sends
+// role "system" messages). See the reference notes in agent-clis.md,
+// sections 2, 3 and 5.
+//
+// A test starts a server, runs the real CLI against it and then asserts
+// on Server.Requests (what the CLI sent: UserTexts, ToolResults) and on what
+// the tools did:
+//
+//	srv, err := modelserver.Start(sc, modelserver.WithLogf(t.Logf))
+//	...
+//	defer srv.Close()
+//	cmd.Env = append(baseEnv, srv.ClaudeEnv()...)
+package modelserver
