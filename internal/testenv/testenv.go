@@ -1,0 +1,110 @@
+// Package testenv sets up what spawn's end-to-end tests need: the pinned
+// real agent CLIs, a throwaway git repository, and a clean environment.
+// Under CI=true a missing CLI fails the test instead of skipping it.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Root returns the module's root directory (the folder holding go.mod).
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testenv: go.mod not found above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// agent finds a pinned agent CLI installed by `make agents`.
+func agent(t testing.TB, name string) string {
+	t.Helper()
+	path := filepath.Join(Root(t), "agents", "node_modules", ".bin", name)
+	if _, err := os.Stat(path); err != nil {
+		msg := name + " is not installed at " + path + "; run `make agents` (npm ci in agents/)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
+// Claude returns the path of the pinned real claude binary.
+func Claude(t testing.TB) string { return agent(t, "claude") }
+
+// Gemini returns the path of the pinned real gemini binary.
+func Gemini(t testing.TB) string { return agent(t, "gemini") }
+
+// Env returns a minimal environment for spawn and its agents: PATH, a
+// fresh HOME and TMPDIR, no phone-home, plus extra. Nothing of the
+// developer's own environment (API keys, config) leaks in.
+func Env(t testing.TB, extra ...string) []string {
+	t.Helper()
+	home := t.TempDir()
+	tmp := t.TempDir()
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"TMPDIR=" + tmp,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"LANG=C.UTF-8",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	}
+	for _, name := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOPROXY"} {
+		if v := os.Getenv(name); v != "" {
+			env = append(env, name+"="+v)
+		}
+	}
+	// A coder that runs `go test` reuses the developer's build cache rather
+	// than compiling the standard library into the fresh HOME.
+	if os.Getenv("GOCACHE") == "" {
+		if dir, err := os.UserCacheDir(); err == nil {
+			env = append(env, "GOCACHE="+filepath.Join(dir, "go-build"))
+		}
+	}
+	return append(env, extra...)
+}
+
+// Repo creates a git repository with a local identity and one commit
+// holding README.md, and returns its path.
+func Repo(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	Git(t, dir, "init", "--quiet", "--initial-branch=main")
+	Git(t, dir, "config", "user.name", "Test User")
+	Git(t, dir, "config", "user.email", "test@example.com")
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	Git(t, dir, "add", "README.md")
+	Git(t, dir, "commit", "--quiet", "-m", "initial")
+	return dir
+}
+
+// Git runs git in dir for a test's own set-up and checks, and returns its
+// trimmed output. (Tests may exec directly: spawn's exec seam is for spawn.)
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}

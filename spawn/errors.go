@@ -1,0 +1,102 @@
+package spawn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
+)
+
+// Kind classifies why a run failed; it decides the exit code and is the
+// record's error.kind.
+type Kind string
+
+// Kinds of failure.
+const (
+	KindUsage          Kind = "usage"           // bad flags or task
+	KindConfig         Kind = "config"          // bad configuration
+	KindRepo           Kind = "repo"            // not a repository, unknown base, branch exists
+	KindNotImplemented Kind = "not_implemented" // a mode that is not built yet
+	KindMissingCLI     Kind = "missing_cli"     // an agent CLI is not installed
+	KindAgentCrashed   Kind = "agent_crashed"   // exited without a result event
+	KindAgentFailed    Kind = "agent_failed"    // a result that says it failed
+	KindModelAPI       Kind = "model_api"       // the model API answered with an error
+	KindAuth           Kind = "auth"            // the model API refused the credentials
+	KindTimeout        Kind = "timeout"         // idle or total timeout
+	KindInterrupted    Kind = "interrupted"     // SIGINT or SIGTERM to spawn
+	KindGitHub         Kind = "github"          // the GitHub API failed
+	KindInternal       Kind = "internal"        // anything else
+)
+
+// Error is a failure spawn explains to its user: Msg is one sentence that
+// says what is wrong and what to do.
+type Error struct {
+	Kind Kind
+	Msg  string
+	Err  error // the cause, if any
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func errorf(kind Kind, cause error, format string, args ...any) *Error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// KindOf returns the kind of err: an *Error's kind, config for a
+// *ConfigError, interrupted for a cancelled context, internal otherwise.
+func KindOf(err error) Kind {
+	var se *Error
+	var ce *ConfigError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &se):
+		return se.Kind
+	case errors.As(err, &ce):
+		return KindConfig
+	case errors.Is(err, context.Canceled):
+		return KindInterrupted
+	default:
+		return KindInternal
+	}
+}
+
+// Exit codes, documented in README.md.
+const (
+	ExitOK          = 0
+	ExitInternal    = 1
+	ExitUsage       = 2
+	ExitNotApproved = 3
+	ExitAgent       = 4
+	ExitTimeout     = 5
+	ExitGitHub      = 6
+	ExitInterrupted = 130
+)
+
+// ExitCode maps the outcome of a run to spawn's exit code. This is the one
+// place where that mapping lives.
+func ExitCode(err error, verdict string) int {
+	switch KindOf(err) {
+	case "":
+	case KindUsage, KindConfig, KindRepo, KindNotImplemented, KindMissingCLI:
+		return ExitUsage
+	case KindAgentCrashed, KindAgentFailed, KindModelAPI, KindAuth:
+		return ExitAgent
+	case KindTimeout:
+		return ExitTimeout
+	case KindInterrupted:
+		return ExitInterrupted
+	case KindGitHub:
+		return ExitGitHub
+	default:
+		return ExitInternal
+	}
+	switch verdict {
+	case observability.VerdictChangesRequested, observability.VerdictNotConverged, observability.VerdictReviewFailed:
+		return ExitNotApproved
+	}
+	return ExitOK
+}

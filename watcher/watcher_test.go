@@ -1,0 +1,129 @@
+package watcher
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
+	"github.com/infinite-improbability-drive/spawn/internal/testenv"
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
+)
+
+// The real gemini, driven through runners.Gemini: the prompt arrives on
+// stdin, the read-only tool round trip runs, the stream is parsed into a
+// successful result carrying the model's answer.
+func TestGeminiReviewerRunsUnderTheWatcher(t *testing.T) {
+	gemini := testenv.Gemini(t)
+	srv, err := modelserver.Start(modelserver.Scenario{Gemini: []modelserver.Script{{Turns: []modelserver.Turn{
+		{Tools: []modelserver.ToolCall{{ID: "r1", Name: "read_file", Input: map[string]any{"file_path": "{{workdir}}/main.go"}}}},
+		{Text: `{"verdict":"approve","summary":"fine","findings":[]}`},
+	}}}})
+	require.NoError(t, err)
+	defer srv.Close()
+	home := t.TempDir()
+	genv, err := srv.GeminiEnv(home)
+	require.NoError(t, err)
+	repo := testenv.Repo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "main.go"), []byte("package main\n"), 0o644))
+
+	g := &runners.Gemini{Bin: gemini, Model: "gemini-2.5-pro"}
+	var events []runners.Event
+	var transcript bytes.Buffer
+	prompt := "Review the change. " + strings.Repeat("x", 200<<10) // larger than one argv string may be
+	out, err := Run(context.Background(), g, runners.Turn{Prompt: prompt, Dir: repo}, Options{
+		Env:          testenv.Env(t, genv...),
+		Transcript:   &transcript,
+		IdleTimeout:  time.Minute,
+		TotalTimeout: 2 * time.Minute,
+		OnEvent:      func(ev runners.Event) { events = append(events, ev) },
+	})
+	require.NoError(t, err)
+	assert.Empty(t, out.Stopped)
+	assert.Equal(t, 0, out.ExitCode)
+	require.NotNil(t, out.Init)
+	assert.NotEmpty(t, out.Init.SessionID)
+	require.NotNil(t, out.Result, "transcript:\n%s", transcript.String())
+	assert.False(t, out.Result.IsError)
+	assert.Equal(t, `{"verdict":"approve","summary":"fine","findings":[]}`, out.Result.Text)
+	assert.Equal(t, "gemini", filepath.Base(out.Argv[0]))
+
+	var tools []string
+	for _, ev := range events {
+		if ev.Kind == runners.KindToolUse {
+			tools = append(tools, ev.ToolUse.Name)
+		}
+	}
+	assert.Equal(t, []string{"read_file"}, tools)
+
+	// The model saw the whole prompt, and the file's content came back.
+	var sawPrompt, sawFile bool
+	for _, req := range srv.Requests() {
+		for _, txt := range req.UserTexts() {
+			sawPrompt = sawPrompt || strings.Contains(txt, prompt)
+		}
+		for _, tr := range req.ToolResults() {
+			sawFile = sawFile || (tr.ID == "r1" && strings.Contains(tr.Content, "package main"))
+		}
+	}
+	assert.True(t, sawPrompt, "the 200 KiB prompt reached the model whole")
+	assert.True(t, sawFile)
+}
+
+// A model that never answers leaves claude silent: the idle timer fires
+// without any output arriving, and the whole process group is gone after.
+func TestIdleTimeoutFiresOnSilence(t *testing.T) {
+	claude := testenv.Claude(t)
+	srv, err := modelserver.Start(modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{{Hang: true}}}}})
+	require.NoError(t, err)
+	defer srv.Close()
+	repo := testenv.Repo(t)
+
+	c := &runners.Claude{Bin: claude}
+	start := time.Now()
+	out, err := Run(context.Background(), c, runners.Turn{Prompt: "hello", Dir: repo}, Options{
+		Env:         testenv.Env(t, srv.ClaudeEnv()...),
+		IdleTimeout: 3 * time.Second,
+		Grace:       time.Second,
+	})
+	require.NoError(t, err)
+	elapsed := time.Since(start)
+	assert.Equal(t, StopIdleTimeout, out.Stopped)
+	assert.Nil(t, out.Result, "a killed agent has no result")
+	assert.Less(t, elapsed, 3*time.Second+3*time.Second+5*time.Second, "stopped within idle timeout + grace")
+	// No process of the agent's group survives.
+	assert.ErrorIs(t, syscall.Kill(-processGroupOf(t, out), 0), syscall.ESRCH)
+}
+
+// processGroupOf is the agent's process group: the watcher starts every
+// agent as the leader of its own group, so it is the pid it reported.
+func processGroupOf(t *testing.T, out Outcome) int {
+	t.Helper()
+	require.NotZero(t, out.Pid)
+	return out.Pid
+}
+
+func TestTranscriptsAreRedactedLineByLine(t *testing.T) {
+	var buf bytes.Buffer
+	red := observability.NewRedactor([]string{"X_TOKEN=supersecret-123"})
+	tee := &lineTee{w: &buf, red: red}
+	// The secret arrives split across two writes.
+	_, _ = tee.Write([]byte(`{"a":"supers`))
+	_, _ = tee.Write([]byte("ecret-123\"}\n{\"b\":1}"))
+	tee.flush()
+	assert.Equal(t, "{\"a\":\"[REDACTED]\"}\n{\"b\":1}", buf.String())
+}
+
+func TestMergeEnvOverrides(t *testing.T) {
+	got := mergeEnv([]string{"A=1", "B=2", "C=3"}, []string{"B=20", "D=4"})
+	assert.Equal(t, []string{"A=1", "C=3", "B=20", "D=4"}, got)
+}
