@@ -1,0 +1,35 @@
+# spawn's two commands for a fresh machine: `make demo` and `make test`.
+GO     ?= go
+AGENTS := $(CURDIR)/agents/node_modules/.bin
+
+.PHONY: all build agents demo test vet bench clean
+
+all: build
+
+build:
+	$(GO) build -o bin/spawn ./cmd/spawn
+
+# The pinned agent CLIs (agents/package.json), installed locally, never globally.
+agents: agents/node_modules/.spawn-installed
+
+agents/node_modules/.spawn-installed: agents/package.json agents/package-lock.json
+	cd agents && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Runs spawn's main job offline: the real claude CLI, a scripted model, no API key.
+demo: build agents
+	./bin/spawn demo --claude $(AGENTS)/claude
+
+vet:
+	$(GO) vet ./...
+
+# Everything CI runs. The end-to-end tests drive the real claude and gemini
+# binaries from agents/; under CI=true they fail rather than skip without them.
+test: agents vet
+	$(GO) test -count=1 -timeout 15m ./...
+
+bench: agents
+	$(GO) test -run '^$$' -bench . -benchtime 5x ./...
+
+clean:
+	rm -rf bin agents/node_modules
