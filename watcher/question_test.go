@@ -1,0 +1,146 @@
+package watcher
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDetectQuestions(t *testing.T) {
+	cases := []struct {
+		name, text, question string
+	}{
+		{"plain", "Should I proceed with the migration?", "Should I proceed with the migration?"},
+		{"yes/no marker", "Would you like me to add tests? (y/n)", "Would you like me to add tests? (y/n)"},
+		{"after a statement", "I've drafted the change. Do you want me to also update the README?",
+			"Do you want me to also update the README?"},
+		{"short", "Ready to proceed?", "Ready to proceed?"},
+		{"multi-paragraph report",
+			"I implemented the parser and all tests pass.\n\nThe config loader still reads the old format, though.\n\nShould I migrate it as well?",
+			"Should I migrate it as well?"},
+		{"options list",
+			"There are two ways to fix the race:\n\n1. Add a mutex around the cache.\n2. Make the cache per request.\n\nWhich option do you prefer?",
+			"Which option do you prefer?"},
+		{"how would you like", "The tests need a database. How would you like me to provide it?",
+			"How would you like me to provide it?"},
+		{"shall I", "Shall I also delete the old config file?", "Shall I also delete the old config file?"},
+		{"bold question", "**Question:** should the API return 404 or 410 for deleted items?**",
+			"Question: should the API return 404 or 410 for deleted items?"},
+		{"inline code in question", "Should I rename `foo?` to `bar`?", "Should I rename code to code?"},
+		{"question after code block",
+			"Here is the plan:\n\n```js\nconst v = ok ? a : b\n```\n\nDo you want me to apply it?", "Do you want me to apply it?"},
+		{"question before code block",
+			"Should I apply this patch?\n\n```diff\n-a\n+b\n```", "Should I apply this patch?"},
+		{"open question", "I could not find the deployment config. Where should it live?", "Where should it live?"},
+		{"yes/no without question mark", "The branch has diverged from main. Do you want me to rebase it (yes/no)",
+			"Do you want me to rebase it (yes/no)"},
+		{"question with URL", "The upstream fix is at https://github.com/x/y/pull/1?tab=files. Should I vendor it?",
+			"Should I vendor it?"},
+		{"question then a short note", "Should I drop the legacy table? It holds no rows in staging.",
+			"Should I drop the legacy table?"},
+	}
+	d, err := NewQuestionDetector(nil)
+	require.NoError(t, err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q, conf := d.Detect(c.text)
+			if c.name == "question then a short note" {
+				// Not at the end of the text: it is above the 0.6 threshold
+				// without being a clear question.
+				assert.GreaterOrEqual(t, conf, 0.6)
+			} else {
+				assert.GreaterOrEqual(t, conf, 0.7)
+			}
+			assert.LessOrEqual(t, conf, 1.0)
+			assert.Equal(t, c.question, q)
+		})
+	}
+}
+
+func TestDetectNonQuestions(t *testing.T) {
+	cases := []struct{ name, text string }{
+		{"empty", ""},
+		{"blank", " \n\n\t\n"},
+		{"completion", "Done. All tests pass."},
+		{"I have added", "I have added the --json flag and updated the docs."},
+		{"final marker", "FINAL: committed."},
+		{"regex in code block",
+			"I added the validation:\n\n```go\nre := regexp.MustCompile(`a?b`)\n```\n\nThe tests are green."},
+		{"ternary ending the text in code",
+			"Implemented the fallback:\n\n```js\nconst v = ok ? a : b ?\n```"},
+		{"inline code", "Use `x ?? y` for defaults and `a?.b` for optional access; I updated `cfg.go`."},
+		{"inline code at end", "The pattern now reads `colou?r?`"},
+		{"indented code", "The usage text is:\n\n    spawn run --help?\n"},
+		{"rhetorical then answer", "What changed? I fixed X, Y and Z. All tests pass."},
+		{"URL with query", "The results are at https://example.com/search?q=1"},
+		{"URL with query mid-sentence", "See https://example.com/a?b=c for the spec, which I followed."},
+		{"courtesy closing", "I fixed the bug. Let me know if you need anything else."},
+		{"should I inside a word", "I was unsure whether I should inline the helper, so I kept it separate. All tests pass."},
+		{"long report with rhetorical questions",
+			"## Summary\n\nWhy did the test fail? The fixture was stale, so I regenerated it.\n\n" +
+				"Did this affect other packages? No: only the watcher uses it.\n\nThe change is committed on the branch."},
+		{"rhetorical in last paragraph", "Why was CI red? The cache key ignored GOFLAGS. I changed the key and the pipeline is green now."},
+	}
+	d, err := NewQuestionDetector(nil)
+	require.NoError(t, err)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q, conf := d.Detect(c.text)
+			assert.LessOrEqual(t, conf, 0.3, "question %q", q)
+			assert.GreaterOrEqual(t, conf, 0.0)
+			if conf == 0 {
+				assert.Empty(t, q)
+			}
+		})
+	}
+}
+
+func TestDetectExtraPattern(t *testing.T) {
+	text := "The plan is in PLAN.md. AWAITING your approval."
+	plain, err := NewQuestionDetector(nil)
+	require.NoError(t, err)
+	q, conf := plain.Detect(text)
+	assert.Zero(t, conf)
+	assert.Empty(t, q)
+
+	d, err := NewQuestionDetector([]string{`awaiting (your )?approval`})
+	require.NoError(t, err)
+	q, conf = d.Detect(text)
+	assert.InDelta(t, 0.4, conf, 1e-9)
+	assert.Equal(t, "AWAITING your approval.", q)
+
+	// Combined with a question mark it is a clear question.
+	q, conf = d.Detect("The plan is in PLAN.md. Awaiting your approval: go ahead?")
+	assert.GreaterOrEqual(t, conf, 0.7)
+	assert.Equal(t, "Awaiting your approval: go ahead?", q)
+}
+
+func TestNewQuestionDetectorRejectsInvalidPatterns(t *testing.T) {
+	_, err := NewQuestionDetector([]string{"fine", "unclosed (group"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "unclosed (group")
+
+	_, err = NewQuestionDetector([]string{"  "})
+	assert.Error(t, err)
+}
+
+func TestDetectTruncatesLongQuestions(t *testing.T) {
+	long := "Should I " + strings.Repeat("really ", 80) + "proceed?"
+	d, err := NewQuestionDetector(nil)
+	require.NoError(t, err)
+	q, conf := d.Detect(long)
+	assert.GreaterOrEqual(t, conf, 0.7)
+	assert.Equal(t, 300, utf8.RuneCountInString(q))
+	assert.True(t, strings.HasPrefix(q, "Should I really"))
+	assert.True(t, strings.HasSuffix(q, "…"))
+}
+
+func TestDetectOnNilDetector(t *testing.T) {
+	var d *QuestionDetector
+	q, conf := d.Detect("Shall I continue?")
+	assert.GreaterOrEqual(t, conf, 0.7)
+	assert.Equal(t, "Shall I continue?", q)
+}

@@ -1,0 +1,226 @@
+package watcher
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// bashInput is the tool_input claude sends for a Bash call.
+func bashInput(t *testing.T, cmd string) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(map[string]string{"command": cmd, "description": "test"})
+	require.NoError(t, err)
+	return b
+}
+
+func TestParseRule(t *testing.T) {
+	cases := []struct {
+		in   string
+		want Rule
+	}{
+		{"Write", Rule{Tool: "Write", Raw: "Write"}},
+		{"  Bash  ", Rule{Tool: "Bash", Raw: "Bash"}},
+		{"Bash(make:*)", Rule{Tool: "Bash", Spec: "make:*", Raw: "Bash(make:*)"}},
+		{"Bash(git *)", Rule{Tool: "Bash", Spec: "git *", Raw: "Bash(git *)"}},
+		{"Bash(npm run test)", Rule{Tool: "Bash", Spec: "npm run test", Raw: "Bash(npm run test)"}},
+		{"Edit(src/**)", Rule{Tool: "Edit", Spec: "src/**", Raw: "Edit(src/**)"}},
+		{"Bash(echo (hi))", Rule{Tool: "Bash", Spec: "echo (hi)", Raw: "Bash(echo (hi))"}},
+		{"WebFetch(domain:example.com)", Rule{Tool: "WebFetch", Spec: "domain:example.com", Raw: "WebFetch(domain:example.com)"}},
+	}
+	for _, c := range cases {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := ParseRule(c.in)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+			assert.Equal(t, c.want.Raw, got.String())
+		})
+	}
+}
+
+func TestParseRuleRejectsMalformedRules(t *testing.T) {
+	for _, in := range []string{
+		"", "   ", "(make:*)", "Bash(make:*", "Bash make:*)", "Bash(a))", "Bash((a)",
+		"Bash(a)b", "Bash()", "Bash(  )", "Bash )", "Ba sh",
+	} {
+		t.Run(in, func(t *testing.T) {
+			_, err := ParseRule(in)
+			assert.Error(t, err)
+		})
+	}
+}
+
+func TestRuleMatches(t *testing.T) {
+	cases := []struct {
+		name  string
+		rule  string
+		tool  string
+		input string // JSON; a Bash command when tool is Bash and input is not JSON
+		want  bool
+	}{
+		// Bare tools.
+		{"bare Write", "Write", "Write", `{"file_path":"/r/a.go","content":"x"}`, true},
+		{"bare Bash any command", "Bash", "Bash", "rm -rf / && curl x | sh", true},
+		{"bare Bash with substitution", "Bash", "Bash", "echo $(id)", true},
+		{"star spec is bare", "Bash(*)", "Bash", "anything at all", true},
+		{"other tool", "Write", "Edit", `{"file_path":"/r/a.go"}`, false},
+		{"tool names are case-sensitive", "bash", "Bash", "ls", false},
+
+		// Legacy prefix form.
+		{"make:* bare word", "Bash(make:*)", "Bash", "make", true},
+		{"make:* with args", "Bash(make:*)", "Bash", "make build -j4", true},
+		{"make:* word boundary", "Bash(make:*)", "Bash", "makefile-gen", false},
+		{"make:* not inside", "Bash(make:*)", "Bash", "cd x; nomake", false},
+		{"multi-word prefix", "Bash(git commit:*)", "Bash", "git commit -m msg", true},
+		{"multi-word prefix other subcommand", "Bash(git commit:*)", "Bash", "git add -A", false},
+
+		// New prefix form.
+		{"git * args", "Bash(git *)", "Bash", "git status", true},
+		{"git * alone", "Bash(git *)", "Bash", "git", true},
+		{"git * boundary", "Bash(git *)", "Bash", "gitk --all", false},
+
+		// Exact and glob.
+		{"exact", "Bash(npm run test)", "Bash", "npm run test", true},
+		{"exact trims", "Bash(npm run test)", "Bash", "  npm run test  ", true},
+		{"exact is not prefix", "Bash(npm run test)", "Bash", "npm run test -- --watch", false},
+		{"glob in middle", "Bash(git * main)", "Bash", "git checkout main", true},
+		{"glob in middle no match", "Bash(git * main)", "Bash", "git checkout dev", false},
+		{"glob without space", "Bash(ls*)", "Bash", "lsof -i", true},
+		{"glob quotes regexp chars", "Bash(go test ./...*)", "Bash", "go test ./... -run X", true},
+		{"glob dot is literal", "Bash(go test ./...*)", "Bash", "go test ./abc", false},
+		{"glob leading", "Bash(* install)", "Bash", "npm install", true},
+
+		// Compound commands.
+		{"compound all parts", "Bash(git:*)", "Bash", "git add -A && git commit -m msg", true},
+		{"compound partly allowed", "Bash(git commit:*)", "Bash", "git add -A && git commit -m msg", false},
+		{"or list", "Bash(make:*)", "Bash", "make || make clean", true},
+		{"semicolon", "Bash(make:*)", "Bash", "make; rm -rf /", false},
+		{"pipe", "Bash(make:*)", "Bash", "make | sh", false},
+		{"newline", "Bash(make:*)", "Bash", "make\nrm -rf /", false},
+		{"background", "Bash(make:*)", "Bash", "make & rm -rf /", false},
+		{"redirect is not a separator", "Bash(make:*)", "Bash", "make test 2>&1", true},
+		{"quoted && is one part", "Bash(git commit:*)", "Bash", `git commit -m "fix a && b"`, true},
+		{"single-quoted ; is one part", "Bash(echo:*)", "Bash", `echo 'a; rm -rf /'`, true},
+		{"escaped ; is one part", "Bash(echo:*)", "Bash", `echo a \; b`, true},
+		{"unterminated quote", "Bash(echo:*)", "Bash", `echo "a`, false},
+		{"command substitution", "Bash(echo:*)", "Bash", "echo $(rm -rf /)", false},
+		{"backticks", "Bash(echo:*)", "Bash", "echo `id`", false},
+		{"process substitution", "Bash(diff:*)", "Bash", "diff <(ls a) <(ls b)", false},
+		{"env assignment not stripped", "Bash(make:*)", "Bash", "FOO=1 make build", false},
+		{"empty command", "Bash(make:*)", "Bash", "", false},
+		{"no command field", "Bash(make:*)", "Bash", `{"description":"x"}`, false},
+		{"malformed input", "Bash(make:*)", "Bash", `{`, false},
+
+		// File tools.
+		{"relative dir glob", "Edit(src/**)", "Edit", `{"file_path":"/abs/repo/src/a/b.go"}`, true},
+		{"relative dir glob direct child", "Edit(src/**)", "Edit", `{"file_path":"/abs/repo/src/b.go"}`, true},
+		{"relative dir glob elsewhere", "Edit(src/**)", "Edit", `{"file_path":"/abs/repo/lib/b.go"}`, false},
+		{"star within one segment", "Edit(src/*.go)", "Edit", `{"file_path":"/r/src/a.go"}`, true},
+		{"star does not cross slash", "Edit(src/*.go)", "Edit", `{"file_path":"/r/src/x/a.go"}`, false},
+		{"base name anywhere", "Read(*.env)", "Read", `{"file_path":"/r/deep/.env"}`, true},
+		{"dot slash prefix", "Write(./docs/*.md)", "Write", `{"file_path":"/r/docs/a.md"}`, true},
+		{"absolute spec", "Write(/abs/repo/**)", "Write", `{"file_path":"/abs/repo/x/y.txt"}`, true},
+		{"absolute spec anchored", "Write(/repo/**)", "Write", `{"file_path":"/abs/repo/x.txt"}`, false},
+		{"double-slash absolute", "Read(//etc/*.conf)", "Read", `{"file_path":"/etc/a.conf"}`, true},
+		{"double star in middle", "Edit(src/**/*.ts)", "Edit", `{"file_path":"/r/src/a/b/c.ts"}`, true},
+		{"double star zero segments", "Edit(src/**/*.ts)", "Edit", `{"file_path":"/r/src/c.ts"}`, true},
+		{"trailing slash is a directory", "Edit(src/)", "Edit", `{"file_path":"/r/src/a/b.go"}`, true},
+		{"dot-dot escapes", "Edit(src/**)", "Edit", `{"file_path":"../../src/a.go"}`, false},
+		{"home spec never matches", "Read(~/x/**)", "Read", `{"file_path":"/home/u/x/a"}`, false},
+		{"Edit rule covers Write", "Edit(src/**)", "Write", `{"file_path":"/r/src/a.go"}`, true},
+		{"Edit rule covers MultiEdit", "Edit", "MultiEdit", `{"file_path":"/r/a.go"}`, true},
+		{"Write rule does not cover Edit", "Write(src/**)", "Edit", `{"file_path":"/r/src/a.go"}`, false},
+		{"notebook path", "NotebookEdit(nb/*.ipynb)", "NotebookEdit", `{"notebook_path":"/r/nb/a.ipynb"}`, true},
+		{"missing file path", "Edit(src/**)", "Edit", `{}`, false},
+
+		// Other tools.
+		{"domain", "WebFetch(domain:example.com)", "WebFetch", `{"url":"https://Example.com:8443/a?q=1"}`, true},
+		{"domain is exact", "WebFetch(domain:example.com)", "WebFetch", `{"url":"https://evil-example.com/"}`, false},
+		{"domain subdomain", "WebFetch(domain:example.com)", "WebFetch", `{"url":"https://a.example.com/"}`, false},
+		{"unknown spec", "mcp__db__query(select)", "mcp__db__query", `{"sql":"select 1"}`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := ParseRule(c.rule)
+			require.NoError(t, err)
+			input := json.RawMessage(c.input)
+			if c.tool == "Bash" && !json.Valid(input) {
+				input = bashInput(t, c.input)
+			}
+			if c.tool == "Bash" && c.input == "" {
+				input = bashInput(t, "")
+			}
+			assert.Equal(t, c.want, r.Matches(c.tool, input))
+		})
+	}
+}
+
+func mustRules(t *testing.T, raw ...string) []Rule {
+	t.Helper()
+	var rules []Rule
+	for _, s := range raw {
+		r, err := ParseRule(s)
+		require.NoError(t, err)
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+func raws(rules []Rule) []string {
+	var out []string
+	for _, r := range rules {
+		out = append(out, r.Raw)
+	}
+	return out
+}
+
+func TestGrant(t *testing.T) {
+	list := mustRules(t, "Write", "Bash(go test:*)", "Bash(git add:*)", "Bash(git commit:*)", "Bash(make:*)", "Edit(src/**)", "Edit")
+	cases := []struct {
+		name  string
+		tool  string
+		input json.RawMessage
+		want  []string
+		ok    bool
+	}{
+		{"distinct rules in list order", "Bash", bashInput(t, "git commit -m x && git add -A && git commit --amend"),
+			[]string{"Bash(git add:*)", "Bash(git commit:*)"}, true},
+		{"one part not covered", "Bash", bashInput(t, "go test ./... && git push"), nil, false},
+		{"single rule", "Bash", bashInput(t, "make lint"), []string{"Bash(make:*)"}, true},
+		{"bare file tool", "Write", json.RawMessage(`{"file_path":"/r/x"}`), []string{"Write"}, true},
+		{"narrow before bare", "Edit", json.RawMessage(`{"file_path":"/r/src/x.go"}`), []string{"Edit(src/**)"}, true},
+		{"bare when narrow fails", "Edit", json.RawMessage(`{"file_path":"/r/lib/x.go"}`), []string{"Edit"}, true},
+		{"no rule for tool", "WebFetch", json.RawMessage(`{"url":"https://x.org"}`), nil, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := Grant(list, c.tool, c.input)
+			assert.Equal(t, c.ok, ok)
+			assert.Equal(t, c.want, raws(got))
+		})
+	}
+}
+
+func TestGrantWithBareBashPrefersNarrowRules(t *testing.T) {
+	list := mustRules(t, "Bash", "Bash(make:*)")
+
+	got, ok := Grant(list, "Bash", bashInput(t, "make && make install"))
+	assert.True(t, ok)
+	assert.Equal(t, []string{"Bash(make:*)"}, raws(got))
+
+	got, ok = Grant(list, "Bash", bashInput(t, "make && curl x | sh"))
+	assert.True(t, ok)
+	assert.Equal(t, []string{"Bash", "Bash(make:*)"}, raws(got))
+
+	got, ok = Grant(list, "Bash", bashInput(t, "make $(whoami)"))
+	assert.True(t, ok)
+	assert.Equal(t, []string{"Bash"}, raws(got))
+}
+
+func TestGrantEmptyList(t *testing.T) {
+	got, ok := Grant(nil, "Bash", bashInput(t, "ls"))
+	assert.False(t, ok)
+	assert.Empty(t, got)
+}
