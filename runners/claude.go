@@ -133,7 +133,10 @@ type claudeLine struct {
 
 // claudeMessage is the API message carried by an assistant or user line.
 type claudeMessage struct {
+	ID      string          `json:"id"`
+	Model   string          `json:"model"`
 	Content json.RawMessage `json:"content"`
+	Usage   *claudeUsage    `json:"usage"`
 }
 
 // claudeUsage is the token count of a result line.
@@ -202,12 +205,20 @@ func (c *Claude) Parse(r io.Reader, emit func(Event)) error {
 				emit(Event{Kind: KindRetry, Retry: retry})
 			}
 		case "assistant":
+			var id string
+			var usage *Usage
+			if l.Message != nil {
+				id = l.Message.ID
+				if u := l.Message.Usage; u != nil {
+					usage = &Usage{InputTokens: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, OutputTokens: u.OutputTokens}
+				}
+			}
 			for _, blk := range claudeBlocks(l.Message) {
 				switch blk.Type {
 				case "text":
-					emit(Event{Kind: KindText, Text: blk.Text})
+					emit(Event{Kind: KindText, Message: id, Usage: usage, Text: blk.Text})
 				case "tool_use":
-					emit(Event{Kind: KindToolUse, ToolUse: &ToolUse{ID: blk.ID, Name: blk.Name, Input: blk.Input}})
+					emit(Event{Kind: KindToolUse, Message: id, Usage: usage, ToolUse: &ToolUse{ID: blk.ID, Name: blk.Name, Input: blk.Input}})
 				}
 			}
 		case "user":

@@ -369,3 +369,27 @@ func TestClaudeParseToleratesOddFieldTypes(t *testing.T) {
 	require.Len(t, res.Denials, 1)
 	assert.Equal(t, json.RawMessage(`{"command":"ls"}`), res.Denials[0].Input)
 }
+
+// Each text and tool_use event names the model response it came from and
+// carries that response's usage, so a watcher can count turns and estimate
+// cost while the stream goes on.
+func TestClaudeEventsCarryMessageAndUsage(t *testing.T) {
+	f, err := os.Open(filepath.Join("..", "testdata", "transcripts", "claude-b_allow_git.stdout.jsonl"))
+	require.NoError(t, err)
+	defer f.Close()
+	var first *Event
+	messages := map[string]bool{}
+	require.NoError(t, (&Claude{}).Parse(f, func(ev Event) {
+		if ev.Kind == KindText || ev.Kind == KindToolUse {
+			if first == nil {
+				first = &ev
+			}
+			messages[ev.Message] = true
+		}
+	}))
+	require.NotNil(t, first)
+	assert.Equal(t, "msg_fake_1795221367330", first.Message)
+	require.NotNil(t, first.Usage)
+	assert.Equal(t, Usage{InputTokens: 10, OutputTokens: 5}, *first.Usage)
+	assert.Len(t, messages, 3, "three model responses")
+}

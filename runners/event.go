@@ -21,7 +21,14 @@ const (
 // Event is one thing that happened in an agent's stream. Exactly one of the
 // pointer fields matching Kind is set (Text uses the Text field).
 type Event struct {
-	Kind       Kind
+	Kind Kind
+	// Message identifies the model response a text or tool_use event came
+	// from (claude splits one response into a line per content block, all
+	// with the same id); "" when the CLI does not say.
+	Message string
+	// Usage is the response's token usage, on claude's text and tool_use
+	// events (the same on every event of one Message); nil otherwise.
+	Usage      *Usage
 	Init       *Init
 	Text       string
 	ToolUse    *ToolUse

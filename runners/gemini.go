@@ -20,12 +20,14 @@ type Gemini struct {
 	Model        string   // -m; required (without it the CLI first calls a router model): Command errors when empty
 	ApprovalMode string   // --approval-mode; "" means "default" (the reviewer is read-only)
 	AllowedTools []string // --allowed-tools as ONE comma-separated argument, when not empty
-	// SettingsPath, when not empty, is passed as env
-	// GEMINI_CLI_SYSTEM_SETTINGS_PATH=<path>: a settings file that overrides
-	// the user's. gemini 0.61.0 skips it, with only a warning on stderr, when
-	// a directory above it is writable by group or others (so never under
-	// /tmp).
-	SettingsPath string
+	// Home, when not empty, is passed as env GEMINI_CLI_HOME=<dir>: gemini
+	// then reads <dir>/.gemini (settings, logins, sessions) instead of
+	// ~/.gemini. spawn points it at a private copy whose settings bound the
+	// CLI's retries. (A system settings file, GEMINI_CLI_SYSTEM_SETTINGS_PATH,
+	// does not work for this: gemini 0.61.0 skips one unless it and every
+	// directory above it are owned by root and not writable by group or
+	// others.)
+	Home string
 }
 
 // geminiApprovalModeOK reports whether spawn may pass mode to
@@ -61,7 +63,7 @@ func geminiApprovalModeOK(mode string) bool {
 // argument: a second space-separated value would become a positional prompt.
 // The environment always carries GEMINI_CLI_NO_RELAUNCH=true (otherwise the
 // CLI relaunches itself as a child node process that ignores signals sent to
-// the parent), and GEMINI_CLI_SYSTEM_SETTINGS_PATH when SettingsPath is set.
+// the parent), and GEMINI_CLI_HOME when Home is set.
 // t.MaxTurns is not passed: gemini has no flag for it (set
 // model.maxSessionTurns in the settings file instead).
 //
@@ -97,8 +99,8 @@ func (g *Gemini) Command(t Turn) (Command, error) {
 		args = append(args, "--resume", t.Resume)
 	}
 	env := []string{"GEMINI_CLI_NO_RELAUNCH=true"}
-	if g.SettingsPath != "" {
-		env = append(env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH="+g.SettingsPath)
+	if g.Home != "" {
+		env = append(env, "GEMINI_CLI_HOME="+g.Home)
 	}
 	bin := g.Bin
 	if bin == "" {

@@ -36,7 +36,7 @@ func TestGeminiCommand(t *testing.T) {
 				Model:        "gemini-2.5-flash",
 				ApprovalMode: "auto_edit",
 				AllowedTools: []string{"run_shell_command(git)", "write_file"},
-				SettingsPath: "/run/spawn/gemini-settings.json",
+				Home:         "/run/spawn/gemini-home",
 			},
 			turn: Turn{
 				Prompt:   "fix",
@@ -51,7 +51,7 @@ func TestGeminiCommand(t *testing.T) {
 				"--allowed-tools", "run_shell_command(git),write_file,run_shell_command(go test)",
 				"--resume", "8474fb3c-0748-40dc-9c55-294236205dd6",
 			},
-			wantEnv: []string{"GEMINI_CLI_NO_RELAUNCH=true", "GEMINI_CLI_SYSTEM_SETTINGS_PATH=/run/spawn/gemini-settings.json"},
+			wantEnv: []string{"GEMINI_CLI_NO_RELAUNCH=true", "GEMINI_CLI_HOME=/run/spawn/gemini-home"},
 		},
 		{
 			name:     "plan",
