@@ -56,8 +56,12 @@ type Record struct {
 	PRURL                *string             `json:"pr_url"`
 	GitHubReviews        []json.RawMessage   `json:"github_reviews"`
 	ResolvedComments     []json.RawMessage   `json:"resolved_comments"`
+	Questions            []Question          `json:"questions"`
 	Usage                Usage               `json:"usage"`
 	Error                *Error              `json:"error"`
+	// Notes are things the user should know that are not errors: a limit
+	// that stopped escalating or answering.
+	Notes []string `json:"notes"`
 }
 
 // CommandLine is one agent process spawn started.
@@ -70,6 +74,7 @@ type CommandLine struct {
 	StartedAt  time.Time `json:"started_at"`
 	DurationMS int64     `json:"duration_ms"`
 	ExitCode   int       `json:"exit_code"`
+	Pid        int       `json:"pid"`    // also the process group id
 	Stdout     string    `json:"stdout"` // transcript file, relative to the run directory
 	Stderr     string    `json:"stderr"`
 }
@@ -80,6 +85,18 @@ type PermissionRequest struct {
 	Iteration int             `json:"iteration"`
 	Tool      string          `json:"tool"`
 	Input     json.RawMessage `json:"input"`
+	// Rule is the escalatable rule that matches the call, "" when none does.
+	Rule string `json:"rule"`
+}
+
+// Question is a question the agent stopped with, and spawn's answer ("" when
+// a limit left it unanswered).
+type Question struct {
+	LLM        string  `json:"llm"`
+	Iteration  int     `json:"iteration"`
+	Question   string  `json:"question"`
+	Confidence float64 `json:"confidence"`
+	Answer     string  `json:"answer"`
 }
 
 // PermissionGrant is a tool rule spawn granted the agent.
@@ -152,6 +169,8 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	p.Commits = nonNil(p.Commits)
 	p.GitHubReviews = nonNil(p.GitHubReviews)
 	p.ResolvedComments = nonNil(p.ResolvedComments)
+	p.Questions = nonNil(p.Questions)
+	p.Notes = nonNil(p.Notes)
 	return json.Marshal(p)
 }
 

@@ -17,7 +17,7 @@ var recordKeys = []string{
 	"schema", "id", "task", "mode", "status", "verdict", "exit_code", "repo", "base", "branch",
 	"sandbox_path", "started_at", "finished_at", "duration_ms", "command_lines",
 	"permissions_requested", "permissions_granted", "review_feedback", "security_findings",
-	"commits", "pr_url", "github_reviews", "resolved_comments", "usage", "error",
+	"commits", "pr_url", "github_reviews", "resolved_comments", "questions", "usage", "error", "notes",
 }
 
 func TestNewRecordHasEveryKeyAndEmptyLists(t *testing.T) {
@@ -31,7 +31,7 @@ func TestNewRecordHasEveryKeyAndEmptyLists(t *testing.T) {
 		require.Contains(t, m, k)
 	}
 	for _, k := range []string{"command_lines", "permissions_requested", "permissions_granted", "review_feedback",
-		"security_findings", "commits", "github_reviews", "resolved_comments"} {
+		"security_findings", "commits", "github_reviews", "resolved_comments", "questions", "notes"} {
 		assert.Equal(t, "[]", string(m[k]), k)
 	}
 	for _, k := range []string{"pr_url", "error", "finished_at"} {

@@ -3,6 +3,7 @@ package watcher
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func TestGeminiReviewerRunsUnderTheWatcher(t *testing.T) {
 		Transcript:   &transcript,
 		IdleTimeout:  time.Minute,
 		TotalTimeout: 2 * time.Minute,
-		OnEvent:      func(ev runners.Event) { events = append(events, ev) },
+		OnEvent:      func(ev runners.Event) string { events = append(events, ev); return "" },
 	})
 	require.NoError(t, err)
 	assert.Empty(t, out.Stopped)
@@ -101,7 +102,8 @@ func TestIdleTimeoutFiresOnSilence(t *testing.T) {
 	assert.Nil(t, out.Result, "a killed agent has no result")
 	assert.Less(t, elapsed, 3*time.Second+3*time.Second+5*time.Second, "stopped within idle timeout + grace")
 	// No process of the agent's group survives.
-	assert.ErrorIs(t, syscall.Kill(-processGroupOf(t, out), 0), syscall.ESRCH)
+	pgid := processGroupOf(t, out)
+	assert.Eventually(t, func() bool { return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) }, 5*time.Second, 20*time.Millisecond)
 }
 
 // processGroupOf is the agent's process group: the watcher starts every
@@ -126,4 +128,47 @@ func TestTranscriptsAreRedactedLineByLine(t *testing.T) {
 func TestMergeEnvOverrides(t *testing.T) {
 	got := mergeEnv([]string{"A=1", "B=2", "C=3"}, []string{"B=20", "D=4"})
 	assert.Equal(t, []string{"A=1", "C=3", "B=20", "D=4"}, got)
+}
+
+// gemini relaunches itself as a child node process unless told not to: the
+// watcher starts it in its own group and kills the whole tree on silence.
+func TestGeminiHangIsKilledWithItsTree(t *testing.T) {
+	gemini := testenv.Gemini(t)
+	srv, err := modelserver.Start(modelserver.Scenario{Gemini: []modelserver.Script{{Turns: []modelserver.Turn{{Hang: true}}}}})
+	require.NoError(t, err)
+	defer srv.Close()
+	genv, err := srv.GeminiEnv(t.TempDir())
+	require.NoError(t, err)
+
+	out, err := Run(context.Background(), &runners.Gemini{Bin: gemini, Model: "gemini-2.5-pro"},
+		runners.Turn{Prompt: "review", Dir: testenv.Repo(t)},
+		Options{Env: testenv.Env(t, genv...), IdleTimeout: 3 * time.Second, Grace: time.Second})
+	require.NoError(t, err)
+	assert.Equal(t, StopIdleTimeout, out.Stopped)
+	assert.Nil(t, out.Result)
+	assert.Eventually(t, func() bool { return errors.Is(syscall.Kill(-out.Pid, 0), syscall.ESRCH) }, 5*time.Second, 20*time.Millisecond)
+}
+
+// A budget stops the agent gracefully: SIGINT first, so claude can write
+// its result, and Stopped names the budget.
+func TestOnEventStopStopsTheAgent(t *testing.T) {
+	claude := testenv.Claude(t)
+	srv, err := modelserver.Start(modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+		{Text: "first"}, {Delay: modelserver.Duration(30 * time.Second), Text: "never"},
+	}}}})
+	require.NoError(t, err)
+	defer srv.Close()
+	out, err := Run(context.Background(), &runners.Claude{Bin: claude}, runners.Turn{Prompt: "hello", Dir: testenv.Repo(t)}, Options{
+		Env:   testenv.Env(t, srv.ClaudeEnv()...),
+		Grace: 2 * time.Second,
+		OnEvent: func(ev runners.Event) string {
+			if ev.Kind == runners.KindText {
+				return StopMaxTurns
+			}
+			return ""
+		},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, StopMaxTurns, out.Stopped)
+	assert.Eventually(t, func() bool { return errors.Is(syscall.Kill(-out.Pid, 0), syscall.ESRCH) }, 5*time.Second, 20*time.Millisecond)
 }

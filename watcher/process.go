@@ -1,8 +1,12 @@
-// Package watcher supervises one agent process from start to end: it starts
-// it through the exec seam in a process group of its own, feeds its stdout to
-// the agent's parser, keeps redacted transcripts, enforces the idle and total
-// timeouts with timers (a silent hang is caught), and stops the whole process
-// tree when the run must end.
+// Package watcher supervises agents. Run supervises one agent process from
+// start to end: it starts it through the exec seam in a process group of its
+// own, feeds its stdout to the agent's parser, keeps redacted transcripts,
+// enforces the idle and total timeouts with timers (a silent hang is
+// caught), stops it gracefully when a budget is hit, and stops the whole
+// process tree when the run must end. Supervise runs one agent session, as
+// many processes as it takes: it resumes the session to grant escalatable
+// permissions and to answer the agent's questions, and enforces turn and
+// cost budgets across them.
 package watcher
 
 import (
@@ -16,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
@@ -46,8 +51,14 @@ type Options struct {
 	TotalTimeout time.Duration
 	// Grace is how long a stopping agent gets between SIGTERM and SIGKILL.
 	Grace time.Duration
-	// OnEvent is called for every parsed event, in order, from one goroutine.
-	OnEvent func(runners.Event)
+	// OnEvent is called for every parsed event, in order, from one
+	// goroutine. A non-empty return stops the agent gracefully (SIGINT, so
+	// claude can write its result; then Grace; then the tree is killed), and
+	// becomes Outcome.Stopped: it is how budgets are enforced.
+	OnEvent func(runners.Event) (stop string)
+	// Hurry, when closed, kills the agent's tree at once, with no grace
+	// period (a second Ctrl-C).
+	Hurry <-chan struct{}
 }
 
 // Stop reasons.
@@ -55,6 +66,8 @@ const (
 	StopIdleTimeout  = "idle_timeout"
 	StopTotalTimeout = "total_timeout"
 	StopCancelled    = "cancelled"
+	StopMaxTurns     = "max_turns"
+	StopMaxCost      = "max_cost_usd"
 )
 
 // Outcome is what happened to one agent process.
@@ -122,6 +135,7 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 	lastOutput.Store(time.Now().UnixNano())
 	touch := func() { lastOutput.Store(time.Now().UnixNano()) }
 
+	limit := make(chan string, 1)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -139,8 +153,14 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 			case runners.KindResult:
 				out.Result = ev.Result
 			}
-			if opts.OnEvent != nil {
-				opts.OnEvent(ev)
+			if opts.OnEvent == nil {
+				return
+			}
+			if reason := opts.OnEvent(ev); reason != "" {
+				select {
+				case limit <- reason:
+				default:
+				}
 			}
 		})
 		// Whatever the parser left unread still belongs in the transcript.
@@ -148,7 +168,7 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 		tee.flush()
 	}()
 
-	stopped := supervise(ctx, p, opts, &lastOutput)
+	stopped := supervise(ctx, p, opts, &lastOutput, limit)
 	out.Stopped = stopped
 	out.ExitCode, _ = p.Wait()
 	// Descendants may still hold the pipes: after the agent is gone, they
@@ -177,7 +197,7 @@ func grace(opts Options) time.Duration {
 
 // supervise waits for the process to exit, stopping it when ctx is cancelled
 // or a timeout fires. Timeouts are timers: they fire on silence too.
-func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *atomic.Int64) string {
+func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *atomic.Int64, limit <-chan string) string {
 	var total <-chan time.Time
 	if opts.TotalTimeout > 0 {
 		t := time.NewTimer(opts.TotalTimeout)
@@ -192,11 +212,35 @@ func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *a
 		idle = idleTimer.C
 	}
 	stop := func(reason string) string {
-		p.Terminate(grace(opts))
+		done := make(chan struct{})
+		go func() {
+			p.Terminate(grace(opts))
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-opts.Hurry:
+			p.Kill()
+			<-done
+		}
 		return reason
 	}
 	for {
 		select {
+		case <-opts.Hurry:
+			p.Kill()
+			<-p.Done()
+			return StopCancelled
+		case reason := <-limit:
+			// SIGINT first: claude then writes its result event.
+			p.Signal(syscall.SIGINT)
+			select {
+			case <-p.Done():
+				proc.KillTree(p.Pid())
+				return reason
+			case <-time.After(grace(opts)):
+			}
+			return stop(reason)
 		case <-p.Done():
 			// The agent is gone; its descendants must not outlive it.
 			proc.KillTree(p.Pid())

@@ -1,0 +1,421 @@
+package watcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
+)
+
+// Policy is what Supervise may do on the agent's behalf, and its limits.
+type Policy struct {
+	// Escalatable are the rules a denied tool call may be granted under.
+	Escalatable []Rule
+	// MaxEscalations bounds the resumes that grant permissions.
+	MaxEscalations int
+	// Questions detects a final answer that asks instead of finishing; nil
+	// disables auto-answers.
+	Questions *QuestionDetector
+	// MinConfidence is the detector confidence at which an answer is given.
+	MinConfidence float64
+	// Answer is what the agent is told when it asks.
+	Answer string
+	// MaxAutoAnswers bounds the answers given.
+	MaxAutoAnswers int
+	// MaxTurns bounds the model responses over the whole session (0: none).
+	MaxTurns int
+	// MaxCostUSD bounds the session's estimated cost (0: none).
+	MaxCostUSD float64
+	// IdleTimeout applies to each process; TotalTimeout to the whole session.
+	IdleTimeout  time.Duration
+	TotalTimeout time.Duration
+	Grace        time.Duration
+}
+
+// DefaultAnswer is what an unattended agent is told when it asks a question.
+const DefaultAnswer = "No one can answer: you are running unattended. Make the most reasonable choice, say which one you made, and finish the task."
+
+// ProgressKind names a Progress event.
+type ProgressKind string
+
+// The progress events Supervise reports, as they happen.
+const (
+	ProgressStarted     ProgressKind = "started"      // a process started (Detail: argv[0], Resume in Session)
+	ProgressText        ProgressKind = "text"         // the model said something (Detail)
+	ProgressTool        ProgressKind = "tool"         // the model called a tool (Tool, Input)
+	ProgressFileChanged ProgressKind = "file_changed" // a file tool succeeded (Detail: the path)
+	ProgressDenial      ProgressKind = "denial"       // a tool call was refused (Tool, Input; Rule if escalatable)
+	ProgressEscalation  ProgressKind = "escalation"   // a permission was granted (Tool, Rule)
+	ProgressQuestion    ProgressKind = "question"     // the agent asked (Detail, Confidence)
+	ProgressAnswer      ProgressKind = "answer"       // spawn answered (Detail)
+	ProgressRetry       ProgressKind = "retry"        // the CLI retries the model API (Detail)
+	ProgressBudget      ProgressKind = "budget"       // a budget was hit (Detail: max_turns or max_cost_usd)
+	ProgressLimit       ProgressKind = "limit"        // spawn's own limit stopped escalating or answering (Detail)
+	ProgressFinished    ProgressKind = "finished"     // a process ended (Detail: its stop reason or "exited")
+)
+
+// Progress is one thing that happened during a session, with the running
+// totals at that moment.
+type Progress struct {
+	Kind       ProgressKind
+	Elapsed    time.Duration
+	Turns      int
+	CostUSD    float64
+	Files      int // distinct files changed so far
+	Process    int // 1-based index of the process in the session
+	Tool       string
+	Input      json.RawMessage
+	Rule       string
+	Detail     string
+	Confidence float64
+}
+
+// Hooks connect a session to its caller.
+type Hooks struct {
+	// Env is the environment the agent inherits.
+	Env []string
+	// Redactor redacts the transcripts.
+	Redactor *observability.Redactor
+	// Hurry, when closed, kills the running process at once.
+	Hurry <-chan struct{}
+	// Streams returns where process n (1-based) writes its transcripts;
+	// the session closes them. Nil discards the output.
+	Streams func(n int) (stdout, stderr io.WriteCloser, err error)
+	// OnProcess is called after each process with its outcome.
+	OnProcess func(n int, out Outcome)
+	// OnProgress sees every progress event.
+	OnProgress func(Progress)
+	// OnEvent sees every raw agent event.
+	OnEvent func(runners.Event)
+}
+
+// Session is the outcome of a supervised session.
+type Session struct {
+	Processes []Outcome
+	SessionID string
+	// Result is the last process's result; nil if it printed none.
+	Result *runners.Result
+	// Stopped is why the watcher stopped the last process ("" if it ended
+	// by itself): a timeout, a budget, or cancellation.
+	Stopped     string
+	Turns       int
+	CostUSD     float64
+	Files       []string
+	Escalations int
+	Answers     int
+	// Granted holds the rules granted, in order.
+	Granted []string
+}
+
+// Last is the last process's outcome.
+func (s *Session) Last() Outcome {
+	if len(s.Processes) == 0 {
+		return Outcome{}
+	}
+	return s.Processes[len(s.Processes)-1]
+}
+
+// Supervise runs an agent session: the turn, then as many resumed processes
+// as escalations and answers call for. It returns when the agent finishes
+// without a grantable denial or a question to answer, fails, hits a limit,
+// or ctx is cancelled (then the agent is stopped and Stopped is
+// StopCancelled). The error is set only when a process could not start.
+func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, hooks Hooks) (*Session, error) {
+	s := &Session{}
+	start := time.Now()
+	var deadline time.Time
+	if p.TotalTimeout > 0 {
+		deadline = start.Add(p.TotalTimeout)
+	}
+	files := map[string]bool{}
+	emit := func(pr Progress) {
+		pr.Elapsed, pr.Turns, pr.CostUSD, pr.Files, pr.Process = time.Since(start), s.Turns, s.CostUSD, len(files), len(s.Processes)+1
+		if hooks.OnProgress != nil {
+			hooks.OnProgress(pr)
+		}
+	}
+	allow := append([]string(nil), turn.Allow...)
+	for n := 1; ; n++ {
+		if p.MaxTurns > 0 {
+			turn.MaxTurns = max(p.MaxTurns-s.Turns, 1)
+		}
+		turn.Allow = allow
+		opts := Options{Env: hooks.Env, Redactor: hooks.Redactor, IdleTimeout: p.IdleTimeout, Grace: p.Grace, Hurry: hooks.Hurry}
+		if !deadline.IsZero() {
+			opts.TotalTimeout = max(time.Until(deadline), time.Millisecond)
+		}
+		var closers []io.Closer
+		if hooks.Streams != nil {
+			stdout, stderr, err := hooks.Streams(n)
+			if err != nil {
+				return s, err
+			}
+			opts.Transcript, opts.Errlog = stdout, stderr
+			closers = append(closers, stdout, stderr)
+		}
+		tr := newTracker(s, p, files, emit)
+		opts.OnEvent = func(ev runners.Event) string {
+			if hooks.OnEvent != nil {
+				hooks.OnEvent(ev)
+			}
+			return tr.observe(ev)
+		}
+		emit(Progress{Kind: ProgressStarted, Detail: turn.Resume})
+		out, err := Run(ctx, agent, turn, opts)
+		for _, c := range closers {
+			_ = c.Close()
+		}
+		if err != nil {
+			return s, err
+		}
+		tr.finish(out.Result)
+		s.Processes = append(s.Processes, out)
+		s.Result, s.Stopped = out.Result, out.Stopped
+		if out.Init != nil && out.Init.SessionID != "" {
+			s.SessionID = out.Init.SessionID
+		}
+		if out.Result != nil && out.Result.SessionID != "" {
+			s.SessionID = out.Result.SessionID
+		}
+		if hooks.OnProcess != nil {
+			hooks.OnProcess(n, out)
+		}
+		finished := out.Stopped
+		if finished == "" {
+			finished = "exited"
+		}
+		emit(Progress{Kind: ProgressFinished, Detail: finished})
+		if out.Stopped == StopMaxTurns || out.Stopped == StopMaxCost {
+			emit(Progress{Kind: ProgressBudget, Detail: out.Stopped})
+		}
+		if out.Stopped != "" || out.Result == nil || out.Result.IsError || s.SessionID == "" {
+			if out.Result != nil && out.Result.Subtype == "error_max_turns" {
+				s.Stopped = StopMaxTurns
+				emit(Progress{Kind: ProgressBudget, Detail: StopMaxTurns})
+			}
+			return s, nil
+		}
+
+		// Denials: grant what the manifest allows, and resume.
+		var granted []Rule
+		for _, d := range tr.denials(out.Result) {
+			rules, ok := Grant(p.Escalatable, d.Tool, d.Input)
+			pr := Progress{Kind: ProgressDenial, Tool: d.Tool, Input: d.Input}
+			if ok {
+				pr.Rule = joinRules(rules)
+			}
+			emit(pr)
+			if !ok {
+				continue
+			}
+			for _, r := range rules {
+				if !contains(allow, r.Raw) && !containsRule(granted, r) {
+					granted = append(granted, r)
+				}
+			}
+		}
+		if len(granted) > 0 {
+			if s.Escalations >= p.MaxEscalations {
+				emit(Progress{Kind: ProgressLimit, Detail: fmt.Sprintf("max_escalations (%d) reached; %s not granted", p.MaxEscalations, joinRules(granted))})
+			} else {
+				s.Escalations++
+				for _, r := range granted {
+					allow = append(allow, r.Raw)
+					s.Granted = append(s.Granted, r.Raw)
+					emit(Progress{Kind: ProgressEscalation, Tool: r.Tool, Rule: r.Raw})
+				}
+				turn = runners.Turn{Prompt: escalationPrompt(granted), Dir: turn.Dir, Resume: s.SessionID}
+				continue
+			}
+		}
+
+		// A question instead of a finished task: answer it, and resume.
+		if p.Questions == nil {
+			return s, nil
+		}
+		q, conf := p.Questions.Detect(out.Result.Text)
+		if q == "" || conf < p.MinConfidence {
+			return s, nil
+		}
+		emit(Progress{Kind: ProgressQuestion, Detail: q, Confidence: conf})
+		if s.Answers >= p.MaxAutoAnswers {
+			emit(Progress{Kind: ProgressLimit, Detail: fmt.Sprintf("max_auto_answers (%d) reached; the question is left unanswered", p.MaxAutoAnswers)})
+			return s, nil
+		}
+		answer := p.Answer
+		if answer == "" {
+			answer = DefaultAnswer
+		}
+		s.Answers++
+		emit(Progress{Kind: ProgressAnswer, Detail: answer})
+		turn = runners.Turn{Prompt: answer, Dir: turn.Dir, Resume: s.SessionID}
+	}
+}
+
+func escalationPrompt(granted []Rule) string {
+	return fmt.Sprintf("spawn granted the permission you were denied (%s). Retry what was denied, then continue the task.", joinRules(granted))
+}
+
+func joinRules(rules []Rule) string {
+	s := make([]string, len(rules))
+	for i, r := range rules {
+		s[i] = r.Raw
+	}
+	return strings.Join(s, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func containsRule(list []Rule, r Rule) bool {
+	for _, x := range list {
+		if x.Raw == r.Raw {
+			return true
+		}
+	}
+	return false
+}
+
+// tracker follows one process's events: turns, estimated cost, files
+// changed, tool calls (to name gemini's denials), and budgets.
+type tracker struct {
+	s        *Session
+	p        Policy
+	files    map[string]bool
+	emit     func(Progress)
+	model    string
+	lastMsg  string
+	inTurn   bool
+	costBase float64 // the session's cost before this process
+	tools    map[string]*runners.ToolUse
+	refused  []runners.Denial
+}
+
+func newTracker(s *Session, p Policy, files map[string]bool, emit func(Progress)) *tracker {
+	return &tracker{s: s, p: p, files: files, emit: emit, costBase: s.CostUSD, tools: map[string]*runners.ToolUse{}}
+}
+
+// observe folds one event into the session; it returns a stop reason when a
+// budget is exceeded.
+func (t *tracker) observe(ev runners.Event) string {
+	switch ev.Kind {
+	case runners.KindInit:
+		t.model = ev.Init.Model
+	case runners.KindText, runners.KindToolUse:
+		newTurn := !t.inTurn
+		if ev.Message != "" {
+			newTurn = ev.Message != t.lastMsg
+		}
+		if newTurn {
+			t.s.Turns++
+			if ev.Usage != nil {
+				t.s.CostUSD += EstimateCost(t.model, *ev.Usage)
+			}
+		}
+		t.lastMsg, t.inTurn = ev.Message, true
+		if ev.Kind == runners.KindText {
+			t.emit(Progress{Kind: ProgressText, Detail: ev.Text})
+		} else {
+			t.tools[ev.ToolUse.ID] = ev.ToolUse
+			t.emit(Progress{Kind: ProgressTool, Tool: ev.ToolUse.Name, Input: ev.ToolUse.Input})
+		}
+	case runners.KindToolResult:
+		t.inTurn = false
+		tu := t.tools[ev.ToolResult.ToolUseID]
+		switch {
+		case tu == nil:
+		case ev.ToolResult.IsError && (ev.ToolResult.ErrorType == "policy_violation" || ev.ToolResult.ErrorType == "tool_not_registered"):
+			t.refused = append(t.refused, runners.Denial{Tool: tu.Name, ToolUseID: tu.ID, Input: tu.Input})
+		case !ev.ToolResult.IsError:
+			if path := changedFile(tu); path != "" && !t.files[path] {
+				t.files[path] = true
+				t.s.Files = append(t.s.Files, path)
+				t.emit(Progress{Kind: ProgressFileChanged, Detail: path})
+			}
+		}
+	case runners.KindRetry:
+		t.emit(Progress{Kind: ProgressRetry, Detail: fmt.Sprintf("model API error %d, attempt %d of %d", ev.Retry.ErrorStatus, ev.Retry.Attempt, ev.Retry.MaxRetries)})
+	case runners.KindResult:
+		t.finish(ev.Result)
+	}
+	switch {
+	case t.p.MaxTurns > 0 && t.s.Turns > t.p.MaxTurns:
+		return StopMaxTurns
+	case t.p.MaxCostUSD > 0 && t.s.CostUSD >= t.p.MaxCostUSD:
+		return StopMaxCost
+	}
+	return ""
+}
+
+// finish replaces this process's cost estimate with the cost the CLI
+// reported, when it reported one.
+func (t *tracker) finish(res *runners.Result) {
+	if res != nil && res.Usage.CostUSD > 0 {
+		t.s.CostUSD = t.costBase + res.Usage.CostUSD
+	}
+}
+
+// denials are the refused tool calls of a process: claude lists them in its
+// result; gemini only marks the tool results.
+func (t *tracker) denials(res *runners.Result) []runners.Denial {
+	if res != nil && len(res.Denials) > 0 {
+		return res.Denials
+	}
+	return t.refused
+}
+
+// changedFile is the path a file-writing tool call changed, or "".
+func changedFile(tu *runners.ToolUse) string {
+	switch tu.Name {
+	case "Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "replace":
+	default:
+		return ""
+	}
+	var in struct {
+		FilePath     string `json:"file_path"`
+		NotebookPath string `json:"notebook_path"`
+		Path         string `json:"path"`
+	}
+	if json.Unmarshal(tu.Input, &in) != nil {
+		return ""
+	}
+	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
+		if p != "" {
+			return filepath.Clean(p)
+		}
+	}
+	return ""
+}
+
+// EstimateCost prices usage by the model's family, in US dollars per
+// million tokens (input, output): opus 15/75, sonnet 3/15, haiku 0.8/4,
+// gemini pro 1.25/10, gemini flash 0.3/2.5; unknown models as opus, so an
+// estimate errs on the side of stopping early. The CLI's own total, when it
+// reports one, replaces the estimate.
+func EstimateCost(model string, u runners.Usage) float64 {
+	in, out := 15.0, 75.0
+	m := strings.ToLower(model)
+	switch {
+	case strings.Contains(m, "sonnet"):
+		in, out = 3, 15
+	case strings.Contains(m, "haiku"):
+		in, out = 0.8, 4
+	case strings.Contains(m, "gemini") && strings.Contains(m, "flash"):
+		in, out = 0.3, 2.5
+	case strings.Contains(m, "gemini"):
+		in, out = 1.25, 10
+	}
+	return (float64(u.InputTokens)*in + float64(u.OutputTokens)*out) / 1e6
+}
