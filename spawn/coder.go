@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,108 +51,171 @@ func (r *Run) Claude() (*runners.Claude, error) {
 	}, nil
 }
 
-// CoderTurn runs the coder once in the sandbox (a new session, or resume),
-// records what it did, and commits what it left. The error is an *Error
-// saying why the turn failed: timeout, interrupt, crash, model API.
-func (r *Run) CoderTurn(ctx context.Context, iteration int, prompt, resume string) (watcher.Outcome, error) {
+// CoderTurn runs one coder session in the sandbox (a new session, or a
+// resumed one) under the watcher: denied escalatable tools are granted and
+// the session resumed, questions are answered, budgets and timeouts are
+// enforced. Then whatever the coder left is committed. The error is an
+// *Error saying why the turn failed: timeout, budget, interrupt, crash,
+// model API.
+func (r *Run) CoderTurn(ctx context.Context, iteration int, prompt, resume string) (*watcher.Session, error) {
 	claude, err := r.Claude()
 	if err != nil {
-		return watcher.Outcome{}, err
+		return nil, err
 	}
-	turn := runners.Turn{Prompt: prompt, Dir: r.Sandbox.Path, Resume: resume, MaxTurns: r.opts.Config.Spawn.MaxTurns}
-	out, err := r.supervise(ctx, claude, LLMClaude, "coder", iteration, turn)
+	policy, err := r.coderPolicy()
 	if err != nil {
-		return out, err
+		return nil, err
 	}
-	turnErr := classify(out, "claude", r.transcriptHint())
+	turn := runners.Turn{Prompt: prompt, Dir: r.Sandbox.Path, Resume: resume}
+	sess, err := r.supervise(ctx, claude, LLMClaude, "coder", iteration, turn, policy)
+	if err != nil {
+		return sess, err
+	}
+	turnErr := classify(sess, "claude", r.transcriptHint())
 	if _, err := r.CommitLeftovers(ctx, iteration); err != nil && turnErr == nil {
 		turnErr = err
 	}
-	return out, turnErr
+	return sess, turnErr
 }
 
-// supervise runs one agent process under the watcher, keeping its
-// transcripts in the run directory and its command line, denials and usage
-// in the record.
-func (r *Run) supervise(ctx context.Context, agent watcher.Agent, llm, role string, iteration int, turn runners.Turn) (watcher.Outcome, error) {
-	r.procs++
-	base := fmt.Sprintf("%d-%s", r.procs, role)
-	stdout, err := os.Create(filepath.Join(r.Dir, base+".stdout.jsonl"))
-	if err != nil {
-		return watcher.Outcome{}, errorf(KindInternal, err, "cannot create a transcript: %v", err)
-	}
-	defer stdout.Close()
-	stderr, err := os.Create(filepath.Join(r.Dir, base+".stderr.log"))
-	if err != nil {
-		return watcher.Outcome{}, errorf(KindInternal, err, "cannot create a transcript: %v", err)
-	}
-	defer stderr.Close()
-
-	cfg := r.opts.Config.Spawn
-	out, err := watcher.Run(ctx, agent, turn, watcher.Options{
-		Env:          r.opts.Env,
-		Transcript:   stdout,
-		Errlog:       stderr,
-		Redactor:     r.redactor,
-		IdleTimeout:  cfg.IdleTimeout,
-		TotalTimeout: cfg.TotalTimeout,
-		OnEvent: func(ev runners.Event) {
-			r.onEvent(llm, iteration, ev)
-		},
-	})
-	if err != nil {
-		return out, errorf(KindAgentCrashed, err, "cannot start %s: %v", llm, err)
-	}
-	r.Record.CommandLines = append(r.Record.CommandLines, observability.CommandLine{
-		LLM:        llm,
-		Role:       role,
-		Iteration:  iteration,
-		Argv:       out.Argv,
-		WorkDir:    out.Dir,
-		StartedAt:  out.StartedAt.UTC(),
-		DurationMS: out.Duration.Milliseconds(),
-		ExitCode:   out.ExitCode,
-		Stdout:     base + ".stdout.jsonl",
-		Stderr:     base + ".stderr.log",
-	})
-	return out, r.Save()
-}
-
-// onEvent folds one agent event into the record.
-func (r *Run) onEvent(llm string, iteration int, ev runners.Event) {
-	if ev.Kind == runners.KindResult {
-		res := ev.Result
-		for _, d := range res.Denials {
-			r.Record.PermissionsRequested = append(r.Record.PermissionsRequested, observability.PermissionRequest{
-				LLM: llm, Iteration: iteration, Tool: d.Tool, Input: d.Input,
-			})
+// coderPolicy is the watcher's policy for the coder, from the configuration.
+func (r *Run) coderPolicy() (watcher.Policy, error) {
+	cfg := r.opts.Config
+	var rules []watcher.Rule
+	for _, s := range cfg.Permissions.Escalatable {
+		rule, err := watcher.ParseRule(s)
+		if err != nil {
+			return watcher.Policy{}, &ConfigError{Key: "permissions.escalatable", Msg: err.Error()}
 		}
-		u := &r.Record.Usage
-		u.CostUSD += res.Usage.CostUSD
-		u.InputTokens += res.Usage.InputTokens
-		u.OutputTokens += res.Usage.OutputTokens
-		u.Turns += res.NumTurns
+		rules = append(rules, rule)
 	}
-	if r.opts.OnEvent != nil {
-		r.opts.OnEvent(ev)
+	questions, err := watcher.NewQuestionDetector(cfg.Spawn.QuestionPatterns)
+	if err != nil {
+		return watcher.Policy{}, &ConfigError{Key: "spawn.question_patterns", Msg: err.Error()}
 	}
+	return watcher.Policy{
+		Escalatable:    rules,
+		MaxEscalations: cfg.Team.MaxEscalations,
+		Questions:      questions,
+		MinConfidence:  cfg.Spawn.QuestionConfidence,
+		Answer:         cfg.Spawn.AutoAnswer,
+		MaxAutoAnswers: cfg.Spawn.MaxAutoAnswers,
+		MaxTurns:       cfg.Spawn.MaxTurns,
+		MaxCostUSD:     cfg.Spawn.MaxCostUSD,
+		IdleTimeout:    cfg.Spawn.IdleTimeout,
+		TotalTimeout:   cfg.Spawn.TotalTimeout,
+		Grace:          r.opts.Grace,
+	}, nil
+}
+
+// supervise runs one agent session under the watcher, keeping each
+// process's transcripts in the run directory and its command lines,
+// denials, grants, questions and usage in the record, which is saved after
+// every process and every decision.
+func (r *Run) supervise(ctx context.Context, agent watcher.Agent, llm, role string, iteration int, turn runners.Turn, policy watcher.Policy) (*watcher.Session, error) {
+	names := map[int]string{}
+	var question *observability.Question
+	hooks := watcher.Hooks{
+		Env:      r.opts.Env,
+		Redactor: r.redactor,
+		Hurry:    r.opts.Hurry,
+		Streams: func(n int) (io.WriteCloser, io.WriteCloser, error) {
+			r.procs++
+			base := fmt.Sprintf("%d-%s", r.procs, role)
+			names[n] = base
+			stdout, err := os.Create(filepath.Join(r.Dir, base+".stdout.jsonl"))
+			if err != nil {
+				return nil, nil, errorf(KindInternal, err, "cannot create a transcript: %v", err)
+			}
+			stderr, err := os.Create(filepath.Join(r.Dir, base+".stderr.log"))
+			if err != nil {
+				_ = stdout.Close()
+				return nil, nil, errorf(KindInternal, err, "cannot create a transcript: %v", err)
+			}
+			return stdout, stderr, nil
+		},
+		OnProcess: func(n int, out watcher.Outcome) {
+			r.Record.CommandLines = append(r.Record.CommandLines, observability.CommandLine{
+				LLM:        llm,
+				Role:       role,
+				Iteration:  iteration,
+				Argv:       out.Argv,
+				WorkDir:    out.Dir,
+				StartedAt:  out.StartedAt.UTC(),
+				DurationMS: out.Duration.Milliseconds(),
+				ExitCode:   out.ExitCode,
+				Pid:        out.Pid,
+				Stdout:     names[n] + ".stdout.jsonl",
+				Stderr:     names[n] + ".stderr.log",
+			})
+			if res := out.Result; res != nil {
+				r.Record.Usage.InputTokens += res.Usage.InputTokens
+				r.Record.Usage.OutputTokens += res.Usage.OutputTokens
+			}
+			_ = r.Save()
+		},
+		OnProgress: func(p watcher.Progress) {
+			switch p.Kind {
+			case watcher.ProgressDenial:
+				r.Record.PermissionsRequested = append(r.Record.PermissionsRequested, observability.PermissionRequest{
+					LLM: llm, Iteration: iteration, Tool: p.Tool, Input: p.Input, Rule: p.Rule,
+				})
+				_ = r.Save()
+			case watcher.ProgressEscalation:
+				r.Record.PermissionsGranted = append(r.Record.PermissionsGranted, observability.PermissionGrant{
+					LLM: llm, Iteration: iteration, Tool: p.Tool, Rule: p.Rule,
+				})
+				_ = r.Save()
+			case watcher.ProgressQuestion:
+				r.Record.Questions = append(r.Record.Questions, observability.Question{
+					LLM: llm, Iteration: iteration, Question: p.Detail, Confidence: p.Confidence,
+				})
+				question = &r.Record.Questions[len(r.Record.Questions)-1]
+				_ = r.Save()
+			case watcher.ProgressAnswer:
+				if question != nil {
+					question.Answer = p.Detail
+				}
+				_ = r.Save()
+			case watcher.ProgressLimit:
+				r.Record.Notes = append(r.Record.Notes, p.Detail)
+			}
+			if r.opts.OnProgress != nil {
+				r.opts.OnProgress(role, p)
+			}
+		},
+	}
+	sess, err := watcher.Supervise(ctx, agent, turn, policy, hooks)
+	if sess != nil {
+		r.Record.Usage.Turns += sess.Turns
+		r.Record.Usage.CostUSD += sess.CostUSD
+	}
+	if err != nil {
+		return sess, errorf(KindAgentCrashed, err, "cannot start %s: %v", llm, err)
+	}
+	return sess, r.Save()
 }
 
 func (r *Run) transcriptHint() string {
 	return fmt.Sprintf("see the transcripts in %s", r.Dir)
 }
 
-// classify turns an agent's outcome into spawn's error, nil on success.
+// classify turns a session's outcome into spawn's error, nil on success.
 // The exit code alone is never trusted: a missing result event is a failure
 // even with exit code 0 (claude exits 0 on SIGINT).
-func classify(out watcher.Outcome, cli, hint string) error {
-	switch out.Stopped {
+func classify(sess *watcher.Session, cli, hint string) error {
+	out := sess.Last()
+	switch sess.Stopped {
 	case watcher.StopIdleTimeout:
-		return errorf(KindTimeout, nil, "%s printed nothing for the idle timeout and was stopped; its work is committed on the sandbox branch", cli)
+		return errorf(KindTimeout, nil, "%s printed nothing for the idle timeout (idle_timeout) and was stopped; its work is committed on the sandbox branch", cli)
 	case watcher.StopTotalTimeout:
-		return errorf(KindTimeout, nil, "%s ran past the total timeout and was stopped; its work is committed on the sandbox branch", cli)
+		return errorf(KindTimeout, nil, "%s ran past the total timeout (total_timeout) and was stopped; its work is committed on the sandbox branch", cli)
 	case watcher.StopCancelled:
 		return errorf(KindInterrupted, context.Canceled, "interrupted; %s was stopped and its work is committed on the sandbox branch", cli)
+	case watcher.StopMaxTurns:
+		return errorf(KindBudget, nil, "%s used up its turn budget (max_turns) after %d turns and was stopped; its work is committed on the sandbox branch", cli, sess.Turns)
+	case watcher.StopMaxCost:
+		return errorf(KindBudget, nil, "%s reached its cost budget (max_cost_usd, about $%.4f spent) and was stopped; its work is committed on the sandbox branch", cli, sess.CostUSD)
 	}
 	res := out.Result
 	if res == nil {
@@ -168,11 +232,16 @@ func classify(out watcher.Outcome, cli, hint string) error {
 	if text == "" {
 		text = strings.TrimSpace(res.ErrorMessage)
 	}
+	status := res.APIErrorStatus
 	switch {
-	case res.APIErrorStatus == 401 || res.APIErrorStatus == 403 || strings.Contains(text, "Not logged in") || strings.Contains(text, "Failed to authenticate"):
-		return errorf(KindAuth, nil, "the model API refused %s's credentials (%s); set its API key or log in to it, then run again", cli, oneLine(text))
-	case res.APIErrorStatus != 0:
-		return errorf(KindModelAPI, nil, "the model API failed with HTTP %d (%s); %s's own retries are exhausted, try again later", res.APIErrorStatus, oneLine(text), cli)
+	case status == 401 || status == 403 || strings.Contains(text, "Not logged in") || strings.Contains(text, "Failed to authenticate"):
+		return errorf(KindAuth, nil, "the model API refused %s's credentials (HTTP %d: %s); set its API key or log in to it, then run again", cli, status, oneLine(text))
+	case status == 429:
+		return errorf(KindRateLimited, nil, "the model API kept rate-limiting %s (HTTP 429: %s) after its retries; wait, or raise your quota, then run again", cli, oneLine(text))
+	case status >= 500:
+		return errorf(KindModelUnavailable, nil, "the model API is unavailable: HTTP %d (%s) after %s's retries; try again later", status, oneLine(text), cli)
+	case status != 0:
+		return errorf(KindModelAPI, nil, "the model API failed with HTTP %d (%s); %s", status, oneLine(text), hint)
 	}
 	return errorf(KindAgentFailed, nil, "%s reported a failure (%s): %s; %s", cli, res.Subtype, oneLine(text), hint)
 }

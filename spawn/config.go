@@ -51,6 +51,13 @@ type Limits struct {
 	MaxTurns       int           `toml:"max_turns"`
 	MaxCostUSD     float64       `toml:"max_cost_usd"`
 	MaxAutoAnswers int           `toml:"max_auto_answers"`
+	// QuestionConfidence is the question detector's score (0 to 1) at which
+	// a coder that stopped with a question is answered.
+	QuestionConfidence float64 `toml:"question_confidence"`
+	// QuestionPatterns are extra regular expressions that signal a question.
+	QuestionPatterns []string `toml:"question_patterns"`
+	// AutoAnswer is what the coder is told; "" means the built-in answer.
+	AutoAnswer string `toml:"auto_answer"`
 }
 
 // Permissions is the coder's tool manifest.
@@ -103,9 +110,11 @@ func DefaultConfig() Config {
 			MaxConcurrentReviewers: 3,
 		},
 		Spawn: Limits{
-			IdleTimeout:    5 * time.Minute,
-			TotalTimeout:   30 * time.Minute,
-			MaxAutoAnswers: 2,
+			IdleTimeout:        5 * time.Minute,
+			TotalTimeout:       30 * time.Minute,
+			MaxAutoAnswers:     2,
+			QuestionConfidence: 0.6,
+			QuestionPatterns:   []string{},
 		},
 		Permissions: Permissions{
 			Mode:         "acceptEdits",
@@ -285,6 +294,8 @@ func (c Config) Validate() error {
 		return bad("spawn.max_cost_usd", "must not be negative (0 means no budget)")
 	case c.Spawn.MaxAutoAnswers < 0:
 		return bad("spawn.max_auto_answers", "must not be negative")
+	case c.Spawn.QuestionConfidence < 0 || c.Spawn.QuestionConfidence > 1:
+		return bad("spawn.question_confidence", "must be between 0 and 1, got %g", c.Spawn.QuestionConfidence)
 	case !slices.Contains(permissionModes, c.Permissions.Mode):
 		return bad("permissions.mode", "%q is not allowed; use one of %s (spawn never bypasses permissions)",
 			c.Permissions.Mode, strings.Join(permissionModes, ", "))

@@ -14,19 +14,22 @@ type Kind string
 
 // Kinds of failure.
 const (
-	KindUsage          Kind = "usage"           // bad flags or task
-	KindConfig         Kind = "config"          // bad configuration
-	KindRepo           Kind = "repo"            // not a repository, unknown base, branch exists
-	KindNotImplemented Kind = "not_implemented" // a mode that is not built yet
-	KindMissingCLI     Kind = "missing_cli"     // an agent CLI is not installed
-	KindAgentCrashed   Kind = "agent_crashed"   // exited without a result event
-	KindAgentFailed    Kind = "agent_failed"    // a result that says it failed
-	KindModelAPI       Kind = "model_api"       // the model API answered with an error
-	KindAuth           Kind = "auth"            // the model API refused the credentials
-	KindTimeout        Kind = "timeout"         // idle or total timeout
-	KindInterrupted    Kind = "interrupted"     // SIGINT or SIGTERM to spawn
-	KindGitHub         Kind = "github"          // the GitHub API failed
-	KindInternal       Kind = "internal"        // anything else
+	KindUsage            Kind = "usage"             // bad flags or task
+	KindConfig           Kind = "config"            // bad configuration
+	KindRepo             Kind = "repo"              // not a repository, unknown base, branch exists
+	KindNotImplemented   Kind = "not_implemented"   // a mode that is not built yet
+	KindMissingCLI       Kind = "missing_cli"       // an agent CLI is not installed
+	KindAgentCrashed     Kind = "agent_crashed"     // exited without a result event
+	KindAgentFailed      Kind = "agent_failed"      // a result that says it failed
+	KindModelAPI         Kind = "model_api"         // the model API answered with an error
+	KindAuth             Kind = "auth"              // the model API refused the credentials (401/403)
+	KindRateLimited      Kind = "rate_limited"      // 429 after the CLI's bounded retries
+	KindModelUnavailable Kind = "model_unavailable" // 5xx after the CLI's bounded retries
+	KindBudget           Kind = "budget"            // max_turns or max_cost_usd reached
+	KindTimeout          Kind = "timeout"           // idle or total timeout
+	KindInterrupted      Kind = "interrupted"       // SIGINT or SIGTERM to spawn
+	KindGitHub           Kind = "github"            // the GitHub API failed
+	KindInternal         Kind = "internal"          // anything else
 )
 
 // Error is a failure spawn explains to its user: Msg is one sentence that
@@ -83,9 +86,9 @@ func ExitCode(err error, verdict string) int {
 	case "":
 	case KindUsage, KindConfig, KindRepo, KindNotImplemented, KindMissingCLI:
 		return ExitUsage
-	case KindAgentCrashed, KindAgentFailed, KindModelAPI, KindAuth:
+	case KindAgentCrashed, KindAgentFailed, KindModelAPI, KindAuth, KindRateLimited, KindModelUnavailable:
 		return ExitAgent
-	case KindTimeout:
+	case KindTimeout, KindBudget:
 		return ExitTimeout
 	case KindInterrupted:
 		return ExitInterrupted

@@ -140,7 +140,7 @@ func TestSoloRunCommitsTheCodersWorkOnTheSandboxBranch(t *testing.T) {
 
 	// The record on disk matches, with every key, and the transcript is kept.
 	m := r.onDisk(t)
-	assert.Len(t, m, 25)
+	assert.Len(t, m, 27)
 	transcript, err := os.ReadFile(filepath.Join(r.repo, Dir, "runs", rec.ID, cl.Stdout))
 	require.NoError(t, err)
 	assert.Contains(t, string(transcript), `"type":"result"`)
@@ -166,7 +166,7 @@ func TestSoloRunRecordsADeniedCommand(t *testing.T) {
 			Input: map[string]any{"command": "make build", "description": "Build"}}}},
 		{Text: "I could not run make."},
 	}}}}
-	r := runSolo(t, sc, "add a Makefile and build", nil)
+	r := runSolo(t, sc, "add a Makefile and build", func(c *Config) { c.Permissions.Escalatable = nil })
 	require.NoError(t, r.err, "a denial is not a failure of the run")
 
 	require.Len(t, r.rec.PermissionsRequested, 1)
@@ -174,8 +174,9 @@ func TestSoloRunRecordsADeniedCommand(t *testing.T) {
 	assert.Equal(t, "Bash", p.Tool)
 	assert.Equal(t, LLMClaude, p.LLM)
 	assert.Equal(t, 1, p.Iteration)
+	assert.Empty(t, p.Rule, "nothing escalatable matches")
 	assert.Contains(t, string(p.Input), "make build")
-	assert.Empty(t, r.rec.PermissionsGranted, "escalation is not done in solo runs yet")
+	assert.Empty(t, r.rec.PermissionsGranted, "a denial that is not escalatable is reported, not granted")
 	assert.NoFileExists(t, filepath.Join(r.rec.SandboxPath, "built"), "the denied command did not run")
 	assert.Equal(t, "build:\n\ttouch built", testenv.Git(t, r.repo, "show", r.rec.Branch+":Makefile"))
 
@@ -198,13 +199,13 @@ func TestModelAPIErrorIsAnAgentFailure(t *testing.T) {
 	r := runSolo(t, sc, "anything", nil)
 	require.Error(t, r.err)
 	assert.Less(t, time.Since(start), 60*time.Second, "retries are bounded")
-	assert.Equal(t, KindModelAPI, KindOf(r.err))
+	assert.Equal(t, KindModelUnavailable, KindOf(r.err))
 	assert.Equal(t, ExitAgent, ExitCode(r.err, ""))
-	assert.Contains(t, r.err.Error(), "model API failed with HTTP 500")
+	assert.Contains(t, r.err.Error(), "the model API is unavailable: HTTP 500")
 	assert.Equal(t, observability.StatusFailed, r.rec.Status)
 	assert.Equal(t, ExitAgent, r.rec.ExitCode)
 	require.NotNil(t, r.rec.Error)
-	assert.Equal(t, "model_api", r.rec.Error.Kind)
+	assert.Equal(t, "model_unavailable", r.rec.Error.Kind)
 	r.onDisk(t)
 	// The branch and worktree stay for inspection.
 	assert.DirExists(t, r.rec.SandboxPath)

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
 // LLM names used in the record.
@@ -40,8 +40,15 @@ type Options struct {
 	// Notes receives short remarks for the user (e.g. uncommitted changes
 	// left out of the sandbox). May be nil.
 	Notes io.Writer
-	// OnEvent, if set, sees every agent event as it happens.
-	OnEvent func(runners.Event)
+	// OnProgress, if set, sees what each agent does as it happens; role is
+	// "coder" or "reviewer".
+	OnProgress func(role string, p watcher.Progress)
+	// Hurry, when closed, kills a running agent at once instead of giving
+	// it a grace period (a second Ctrl-C). May be nil.
+	Hurry <-chan struct{}
+	// Grace is how long a stopping agent gets between SIGTERM and SIGKILL;
+	// 0 means 2 s.
+	Grace time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -56,6 +63,9 @@ type Run struct {
 	opts     Options
 	redactor *observability.Redactor
 	procs    int // agent processes started so far, numbering the transcripts
+
+	geminiHomeDir string
+	cleanups      []func() error // run by Finish
 }
 
 // Execute runs the task in solo mode: one coder turn in a new sandbox, its
@@ -80,6 +90,9 @@ func Execute(ctx context.Context, opts Options) (*observability.Record, error) {
 func Begin(ctx context.Context, opts Options) (*Run, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Grace == 0 {
+		opts.Grace = 2 * time.Second
 	}
 	if opts.RepoDir == "" {
 		opts.RepoDir = "."
@@ -150,6 +163,12 @@ func (r *Run) Redactor() *observability.Redactor { return r.redactor }
 func (r *Run) Finish(ctx context.Context, runErr error, verdict string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
+	for _, c := range r.cleanups {
+		if err := c(); err != nil && runErr == nil {
+			runErr = errorf(KindInternal, err, "cannot clean up: %v", err)
+		}
+	}
+	r.cleanups = nil
 	if _, err := r.CommitLeftovers(ctx, r.lastIteration()); err != nil && runErr == nil {
 		runErr = err
 	}
