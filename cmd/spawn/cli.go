@@ -31,14 +31,16 @@ type IO struct {
 type deps struct {
 	io  IO
 	env []string
+	// hurry is closed by a second Ctrl-C: stop waiting for agents to exit.
+	hurry <-chan struct{}
 }
 
 // Main runs spawn with args and returns its exit code. It is the one place
 // where errors become exit codes.
 func Main(args, env []string, in io.Reader, out, errw io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, hurry, stop := interrupts(errw)
 	defer stop()
-	d := &deps{io: IO{In: in, Out: out, Err: errw, ErrTTY: isTerminal(errw)}, env: env}
+	d := &deps{io: IO{In: in, Out: out, Err: errw, ErrTTY: isTerminal(errw)}, env: env, hurry: hurry}
 	app := newApp(d, runRun, runDemo)
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil {
@@ -54,6 +56,36 @@ func Main(args, env []string, in io.Reader, out, errw io.Writer) int {
 	}
 	fmt.Fprintf(errw, "spawn: %v\n", err)
 	return spawn.ExitCode(err, "")
+}
+
+// interrupts turns the first SIGINT or SIGTERM into a cancelled context
+// (agents are stopped gracefully, their work committed, the record written)
+// and the second into a closed hurry channel (agents are killed at once).
+func interrupts(errw io.Writer) (context.Context, <-chan struct{}, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	hurry := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+			fmt.Fprintln(errw, "\nspawn: interrupted; stopping the agent and saving its work (interrupt again to kill it at once)")
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			close(hurry)
+		case <-done:
+		}
+	}()
+	return ctx, hurry, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
 }
 
 // exitCode is returned by a command that already reported its outcome.

@@ -81,11 +81,16 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 	if !opts.JSON {
 		fmt.Fprintf(d.io.Err, "spawn demo: repository %s, task %q, model API scripted at %s\n", repo.Dir, demo.Task, srv.URL())
 	}
-	run := spawn.Options{Task: demo.Task, Mode: "solo", RepoDir: repo.Dir, Config: cfg, Env: env, Notes: d.io.Err}
+	run := spawn.Options{Task: demo.Task, Mode: "solo", RepoDir: repo.Dir, Config: cfg, Env: env, Notes: d.io.Err, Hurry: d.hurry}
+	var pl *progressLine
 	if !opts.JSON {
-		run.OnEvent = narrate(d.io.Err)
+		pl = newProgressLine(d.io.Err, d.io.ErrTTY)
+		run.OnProgress = pl.Progress
 	}
 	rec, runErr := spawn.Execute(ctx, run)
+	if pl != nil {
+		pl.Close()
+	}
 	code := spawn.ExitCode(runErr, verdictOf(rec))
 	if runErr != nil {
 		fmt.Fprintf(d.io.Err, "spawn: %v\n", runErr)

@@ -161,9 +161,12 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 		Config:  cfg,
 		Env:     d.env,
 		Notes:   d.io.Err,
+		Hurry:   d.hurry,
 	}
 	if d.io.ErrTTY && !opts.JSON {
-		run.OnEvent = narrate(d.io.Err)
+		pl := newProgressLine(d.io.Err, true)
+		defer pl.Close()
+		run.OnProgress = pl.Progress
 	}
 	return spawn.Execute(ctx, run)
 }
