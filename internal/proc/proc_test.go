@@ -22,7 +22,8 @@ func running(t *testing.T, marker string) bool {
 	require.NoError(t, err)
 	for _, e := range entries {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), marker) {
+		// The command line starts with it: the shell that runs it does not count.
+		if err == nil && strings.HasPrefix(strings.ReplaceAll(string(b), "\x00", " "), marker) {
 			return true
 		}
 	}
