@@ -1,0 +1,169 @@
+package prompts
+
+import "strings"
+
+// span is a byte range [start, end) of a text.
+type span struct{ start, end int }
+
+// objects is what scanObjects finds in a text.
+type objects struct {
+	// objects are the maximal balanced {...} spans, in order: spans not
+	// inside another balanced span. Spans inside an object that is never
+	// closed count as maximal.
+	objects []span
+	// unclosed are the offsets of the '{' that are never closed, outermost
+	// first.
+	unclosed []int
+}
+
+// scanObjects finds the balanced {...} objects of s in one pass, in linear
+// time. Outside objects everything is prose and ignored (quotes included);
+// inside, JSON strings and their escapes are respected, so braces in
+// strings do not count. Brackets are not matched: decoding checks them.
+func scanObjects(s string) objects {
+	var (
+		res    objects
+		stack  []int    // offsets of the open '{'
+		kids   [][]span // kids[d]: maximal closed spans directly inside stack[d]
+		inStr  bool
+		escape bool
+	)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if len(stack) == 0 {
+			if c == '{' {
+				stack = append(stack, i)
+				kids = append(kids, nil)
+			}
+			continue
+		}
+		if inStr {
+			switch {
+			case escape:
+				escape = false
+			case c == '\\':
+				escape = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{':
+			stack = append(stack, i)
+			kids = append(kids, nil)
+		case '}':
+			sp := span{stack[len(stack)-1], i + 1}
+			stack = stack[:len(stack)-1]
+			kids = kids[:len(kids)-1]
+			if len(stack) == 0 {
+				res.objects = append(res.objects, sp)
+			} else {
+				kids[len(kids)-1] = append(kids[len(kids)-1], sp)
+			}
+		}
+	}
+	// Objects closed inside a never-closed one: every open '{' on the stack
+	// comes after all the spans of the levels below it, so the order holds.
+	for _, k := range kids {
+		res.objects = append(res.objects, k...)
+	}
+	res.unclosed = stack
+	return res
+}
+
+// stripTrailingCommas replaces with a space every comma of s (outside JSON
+// strings) that is followed, after white space, by '}' or ']' and preceded
+// by a value. Offsets are kept, so decoding errors point at the right byte.
+// It returns s itself when there is nothing to replace.
+func stripTrailingCommas(s string) string {
+	var (
+		out    []byte
+		inStr  bool
+		escape bool
+		prev   byte // last byte outside strings that is not white space
+	)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inStr {
+			switch {
+			case escape:
+				escape = false
+			case c == '\\':
+				escape = true
+			case c == '"':
+				inStr = false
+				prev = '"'
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '"':
+			inStr = true
+		case ',':
+			if prev != 0 && prev != '{' && prev != '[' && prev != ',' {
+				j := i + 1
+				for j < len(s) && isJSONSpace(s[j]) {
+					j++
+				}
+				if j < len(s) && (s[j] == '}' || s[j] == ']') {
+					if out == nil {
+						out = []byte(s)
+					}
+					out[i] = ' '
+				}
+			}
+		}
+		prev = c
+	}
+	if out == nil {
+		return s
+	}
+	return string(out)
+}
+
+func isJSONSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r'
+}
+
+// jsonFences returns the contents of the ```json fences of text (the info
+// string "json" in any case), in order. A fence line is a line that starts,
+// after white space, with three backticks; a fence closes at the next line
+// of backticks only. A fence left open runs to the end of text.
+func jsonFences(text string) []span {
+	var (
+		out     []span
+		open    bool
+		isJSON  bool
+		content int
+	)
+	for i := 0; i < len(text); {
+		end := len(text)
+		if j := strings.IndexByte(text[i:], '\n'); j >= 0 {
+			end = i + j
+		}
+		next := min(end+1, len(text))
+		line := strings.TrimSpace(text[i:end])
+		if strings.HasPrefix(line, "```") {
+			rest := strings.TrimSpace(strings.TrimLeft(line, "`"))
+			switch {
+			case !open:
+				open, isJSON, content = true, strings.EqualFold(rest, "json"), next
+			case rest == "":
+				if isJSON {
+					out = append(out, span{content, i})
+				}
+				open = false
+			}
+		}
+		i = next
+	}
+	if open && isJSON {
+		out = append(out, span{content, len(text)})
+	}
+	return out
+}
