@@ -50,8 +50,8 @@ type Record struct {
 	CommandLines         []CommandLine       `json:"command_lines"`
 	PermissionsRequested []PermissionRequest `json:"permissions_requested"`
 	PermissionsGranted   []PermissionGrant   `json:"permissions_granted"`
-	ReviewFeedback       []json.RawMessage   `json:"review_feedback"`
-	SecurityFindings     []json.RawMessage   `json:"security_findings"`
+	ReviewFeedback       []ReviewFeedback    `json:"review_feedback"`
+	SecurityFindings     []SecurityFinding   `json:"security_findings"`
 	Commits              []Commit            `json:"commits"`
 	PRURL                *string             `json:"pr_url"`
 	GitHubReviews        []json.RawMessage   `json:"github_reviews"`
@@ -87,6 +87,55 @@ type PermissionRequest struct {
 	Input     json.RawMessage `json:"input"`
 	// Rule is the escalatable rule that matches the call, "" when none does.
 	Rule string `json:"rule"`
+}
+
+// ReviewFeedback is one reviewer's answer in one round.
+type ReviewFeedback struct {
+	Iteration int    `json:"iteration"`
+	Reviewer  string `json:"reviewer"` // "gemini-cli"
+	// Domain is the domain a parallel domain reviewer covered, or "all".
+	Domain string `json:"domain"`
+	// Verdict is "approve", "request_changes", or "review_failed" when the
+	// answer could not be parsed even after the repair turn.
+	Verdict  string    `json:"verdict"`
+	Summary  string    `json:"summary"`
+	Findings []Finding `json:"findings"`
+	// Resolved lists the ids of earlier findings this review resolved.
+	Resolved    []string `json:"resolved"`
+	RawResponse string   `json:"raw_response"`
+	DiffBytes   int      `json:"diff_bytes"`
+	// Delta is true when the reviewer saw only what changed since its last
+	// review, plus the open findings.
+	Delta bool `json:"delta"`
+	// ParseError says why the answer could not be used ("" when it could).
+	ParseError string `json:"parse_error"`
+}
+
+// Finding is one issue a reviewer reported. Status is its current state
+// across the run: "open" or "resolved".
+type Finding struct {
+	ID         string `json:"id"`
+	Severity   string `json:"severity"`
+	Domain     string `json:"domain"`
+	File       string `json:"file"`
+	Line       int    `json:"line"`
+	Title      string `json:"title"`
+	Detail     string `json:"detail"`
+	Suggestion string `json:"suggestion"`
+	Status     string `json:"status"`
+}
+
+// SecurityFinding is a finding about security: every finding of the
+// security domain, and every critical or high finding that speaks of it.
+type SecurityFinding struct {
+	ID             string `json:"id"`
+	Iteration      int    `json:"iteration"`
+	Severity       string `json:"severity"`
+	File           string `json:"file"`
+	Line           int    `json:"line"`
+	Description    string `json:"description"`
+	Recommendation string `json:"recommendation"`
+	Status         string `json:"status"`
 }
 
 // Question is a question the agent stopped with, and spawn's answer ("" when
@@ -165,6 +214,10 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	p.PermissionsRequested = nonNil(p.PermissionsRequested)
 	p.PermissionsGranted = nonNil(p.PermissionsGranted)
 	p.ReviewFeedback = nonNil(p.ReviewFeedback)
+	for i := range p.ReviewFeedback {
+		p.ReviewFeedback[i].Findings = nonNil(p.ReviewFeedback[i].Findings)
+		p.ReviewFeedback[i].Resolved = nonNil(p.ReviewFeedback[i].Resolved)
+	}
 	p.SecurityFindings = nonNil(p.SecurityFindings)
 	p.Commits = nonNil(p.Commits)
 	p.GitHubReviews = nonNil(p.GitHubReviews)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
@@ -113,16 +114,21 @@ func (r *Run) coderPolicy() (watcher.Policy, error) {
 // denials, grants, questions and usage in the record, which is saved after
 // every process and every decision.
 func (r *Run) supervise(ctx context.Context, agent watcher.Agent, llm, role string, iteration int, turn runners.Turn, policy watcher.Policy) (*watcher.Session, error) {
+	var mu sync.Mutex // names and question, shared by the hooks of this session
 	names := map[int]string{}
-	var question *observability.Question
+	question := -1
 	hooks := watcher.Hooks{
 		Env:      r.opts.Env,
 		Redactor: r.redactor,
 		Hurry:    r.opts.Hurry,
 		Streams: func(n int) (io.WriteCloser, io.WriteCloser, error) {
+			r.mu.Lock()
 			r.procs++
 			base := fmt.Sprintf("%d-%s", r.procs, role)
+			r.mu.Unlock()
+			mu.Lock()
 			names[n] = base
+			mu.Unlock()
 			stdout, err := os.Create(filepath.Join(r.Dir, base+".stdout.jsonl"))
 			if err != nil {
 				return nil, nil, errorf(KindInternal, err, "cannot create a transcript: %v", err)
@@ -135,50 +141,62 @@ func (r *Run) supervise(ctx context.Context, agent watcher.Agent, llm, role stri
 			return stdout, stderr, nil
 		},
 		OnProcess: func(n int, out watcher.Outcome) {
-			r.Record.CommandLines = append(r.Record.CommandLines, observability.CommandLine{
-				LLM:        llm,
-				Role:       role,
-				Iteration:  iteration,
-				Argv:       out.Argv,
-				WorkDir:    out.Dir,
-				StartedAt:  out.StartedAt.UTC(),
-				DurationMS: out.Duration.Milliseconds(),
-				ExitCode:   out.ExitCode,
-				Pid:        out.Pid,
-				Stdout:     names[n] + ".stdout.jsonl",
-				Stderr:     names[n] + ".stderr.log",
+			mu.Lock()
+			base := names[n]
+			mu.Unlock()
+			_ = r.Update(func(rec *observability.Record) {
+				rec.CommandLines = append(rec.CommandLines, observability.CommandLine{
+					LLM:        llm,
+					Role:       role,
+					Iteration:  iteration,
+					Argv:       out.Argv,
+					WorkDir:    out.Dir,
+					StartedAt:  out.StartedAt.UTC(),
+					DurationMS: out.Duration.Milliseconds(),
+					ExitCode:   out.ExitCode,
+					Pid:        out.Pid,
+					Stdout:     base + ".stdout.jsonl",
+					Stderr:     base + ".stderr.log",
+				})
+				if res := out.Result; res != nil {
+					rec.Usage.InputTokens += res.Usage.InputTokens
+					rec.Usage.OutputTokens += res.Usage.OutputTokens
+				}
 			})
-			if res := out.Result; res != nil {
-				r.Record.Usage.InputTokens += res.Usage.InputTokens
-				r.Record.Usage.OutputTokens += res.Usage.OutputTokens
-			}
-			_ = r.Save()
 		},
 		OnProgress: func(p watcher.Progress) {
 			switch p.Kind {
 			case watcher.ProgressDenial:
-				r.Record.PermissionsRequested = append(r.Record.PermissionsRequested, observability.PermissionRequest{
-					LLM: llm, Iteration: iteration, Tool: p.Tool, Input: p.Input, Rule: p.Rule,
+				_ = r.Update(func(rec *observability.Record) {
+					rec.PermissionsRequested = append(rec.PermissionsRequested, observability.PermissionRequest{
+						LLM: llm, Iteration: iteration, Tool: p.Tool, Input: p.Input, Rule: p.Rule,
+					})
 				})
-				_ = r.Save()
 			case watcher.ProgressEscalation:
-				r.Record.PermissionsGranted = append(r.Record.PermissionsGranted, observability.PermissionGrant{
-					LLM: llm, Iteration: iteration, Tool: p.Tool, Rule: p.Rule,
+				_ = r.Update(func(rec *observability.Record) {
+					rec.PermissionsGranted = append(rec.PermissionsGranted, observability.PermissionGrant{
+						LLM: llm, Iteration: iteration, Tool: p.Tool, Rule: p.Rule,
+					})
 				})
-				_ = r.Save()
 			case watcher.ProgressQuestion:
-				r.Record.Questions = append(r.Record.Questions, observability.Question{
-					LLM: llm, Iteration: iteration, Question: p.Detail, Confidence: p.Confidence,
+				_ = r.Update(func(rec *observability.Record) {
+					rec.Questions = append(rec.Questions, observability.Question{
+						LLM: llm, Iteration: iteration, Question: p.Detail, Confidence: p.Confidence,
+					})
+					mu.Lock()
+					question = len(rec.Questions) - 1
+					mu.Unlock()
 				})
-				question = &r.Record.Questions[len(r.Record.Questions)-1]
-				_ = r.Save()
 			case watcher.ProgressAnswer:
-				if question != nil {
-					question.Answer = p.Detail
-				}
-				_ = r.Save()
+				_ = r.Update(func(rec *observability.Record) {
+					mu.Lock()
+					defer mu.Unlock()
+					if question >= 0 {
+						rec.Questions[question].Answer = p.Detail
+					}
+				})
 			case watcher.ProgressLimit:
-				r.Record.Notes = append(r.Record.Notes, p.Detail)
+				_ = r.Update(func(rec *observability.Record) { rec.Notes = append(rec.Notes, p.Detail) })
 			}
 			if r.opts.OnProgress != nil {
 				r.opts.OnProgress(role, p)
@@ -186,14 +204,16 @@ func (r *Run) supervise(ctx context.Context, agent watcher.Agent, llm, role stri
 		},
 	}
 	sess, err := watcher.Supervise(ctx, agent, turn, policy, hooks)
-	if sess != nil {
-		r.Record.Usage.Turns += sess.Turns
-		r.Record.Usage.CostUSD += sess.CostUSD
-	}
+	saveErr := r.Update(func(rec *observability.Record) {
+		if sess != nil {
+			rec.Usage.Turns += sess.Turns
+			rec.Usage.CostUSD += sess.CostUSD
+		}
+	})
 	if err != nil {
 		return sess, errorf(KindAgentCrashed, err, "cannot start %s: %v", llm, err)
 	}
-	return sess, r.Save()
+	return sess, saveErr
 }
 
 func (r *Run) transcriptHint() string {

@@ -101,7 +101,7 @@ var permissionModes = []string{"acceptEdits", "auto", "default", "dontAsk", "pla
 func DefaultConfig() Config {
 	return Config{
 		Team: Team{
-			Mode:                   "solo",
+			Mode:                   "pingpong",
 			MaxIterations:          3,
 			PrimaryLLM:             "claude-code",
 			ReviewerLLM:            "gemini-cli",

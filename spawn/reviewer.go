@@ -85,12 +85,22 @@ func mergeJSON(dst, src map[string]any) {
 	}
 }
 
+// geminiBinary finds the configured gemini CLI in the PATH of env.
+func geminiBinary(cfg Config, env []string) (string, error) {
+	name := cfg.Runners.Gemini.Command
+	bin, err := proc.LookPath(name, env)
+	if err != nil {
+		return "", errorf(KindMissingCLI, err, "the gemini CLI (%s) was not found; install it with `npm install -g @google/gemini-cli` or set runners.gemini.command", name)
+	}
+	return bin, nil
+}
+
 // Gemini returns the reviewer runner the configuration describes.
 func (r *Run) Gemini() (*runners.Gemini, error) {
 	cfg := r.opts.Config.Runners.Gemini
-	bin, err := proc.LookPath(cfg.Command, r.opts.Env)
+	bin, err := geminiBinary(r.opts.Config, r.opts.Env)
 	if err != nil {
-		return nil, errorf(KindMissingCLI, err, "the gemini CLI (%s) was not found; install it with `npm install -g @google/gemini-cli` or set runners.gemini.command", cfg.Command)
+		return nil, err
 	}
 	home, err := r.geminiHome()
 	if err != nil {

@@ -269,7 +269,8 @@ func TestBadInputCreatesNothing(t *testing.T) {
 		{"bad branch name", Options{RepoDir: repo, Branch: "bad..name"}, KindRepo, "not a valid branch name"},
 		{"empty task", Options{RepoDir: repo, Task: " "}, KindUsage, "no task given"},
 		{"unknown mode", Options{RepoDir: repo, Mode: "chaos"}, KindUsage, `"chaos" is not a mode`},
-		{"mode not built yet", Options{RepoDir: repo, Mode: "pingpong"}, KindNotImplemented, "not implemented yet"},
+		{"mode not built yet", Options{RepoDir: repo, Mode: "github"}, KindNotImplemented, "not implemented yet"},
+		{"missing reviewer CLI", Options{RepoDir: repo, Mode: "pingpong"}, KindMissingCLI, "gemini CLI (no-such-gemini) was not found"},
 		{"missing CLI", Options{RepoDir: repo}, KindMissingCLI, "claude CLI (no-such-claude) was not found"},
 	}
 	for _, tt := range tests {
@@ -282,12 +283,13 @@ func TestBadInputCreatesNothing(t *testing.T) {
 				opts.Mode = "solo"
 			}
 			opts.Config, opts.Env = cfg, env
-			if tt.kind == KindMissingCLI {
+			opts.Config.Runners.Gemini.Command = "no-such-gemini"
+			if tt.name == "missing CLI" {
 				opts.Config.Runners.Claude.Command = "no-such-claude"
 			}
-			rec, err := Execute(ctx, opts)
+			run, err := Begin(ctx, opts)
 			require.Error(t, err)
-			assert.Nil(t, rec)
+			assert.Nil(t, run)
 			assert.Equal(t, tt.kind, KindOf(err))
 			assert.Equal(t, ExitUsage, ExitCode(err, ""))
 			assert.Contains(t, err.Error(), tt.msg)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
@@ -62,24 +63,28 @@ type Run struct {
 
 	opts     Options
 	redactor *observability.Redactor
-	procs    int // agent processes started so far, numbering the transcripts
+
+	// mu guards Record and procs: parallel reviewers update them at once.
+	mu    sync.Mutex
+	procs int // agent processes started so far, numbering the transcripts
 
 	geminiHomeDir string
 	cleanups      []func() error // run by Finish
 }
 
 // Execute runs the task in solo mode: one coder turn in a new sandbox, its
-// work committed on the sandbox branch. The record is returned whenever a
-// sandbox was created, whatever the outcome; err says why the run failed
-// and decides the exit code (see ExitCode). When err is set and the record
-// is nil, nothing was created.
+// work committed on the sandbox branch. (The review modes are package
+// team's.) The record is returned whenever a sandbox was created, whatever
+// the outcome; err says why the run failed and decides the exit code (see
+// ExitCode). When err is set and the record is nil, nothing was created.
 func Execute(ctx context.Context, opts Options) (*observability.Record, error) {
+	if opts.Mode != "" && opts.Mode != "solo" {
+		return nil, errorf(KindInternal, nil, "spawn.Execute runs solo mode only, not %s", opts.Mode)
+	}
+	opts.Mode = "solo"
 	run, err := Begin(ctx, opts)
 	if err != nil {
 		return nil, err
-	}
-	if run.Record.Mode != "solo" {
-		return run.Record, run.Finish(ctx, errorf(KindInternal, nil, "mode %s has no orchestrator", run.Record.Mode), observability.VerdictNone)
 	}
 	_, turnErr := run.CoderTurn(ctx, 1, opts.Task, "")
 	return run.Record, run.Finish(ctx, turnErr, observability.VerdictNone)
@@ -104,11 +109,11 @@ func Begin(ctx context.Context, opts Options) (*Run, error) {
 	if opts.Task == "" {
 		return nil, errorf(KindUsage, nil, "no task given; pass it as arguments, with --task-file, or on stdin with -")
 	}
-	if opts.Mode != "solo" {
-		if !slices.Contains(modes, opts.Mode) {
-			return nil, errorf(KindUsage, nil, "%q is not a mode; use one of %s", opts.Mode, strings.Join(modes, ", "))
-		}
-		return nil, errorf(KindNotImplemented, nil, "mode %s is not implemented yet; use --mode solo", opts.Mode)
+	switch {
+	case !slices.Contains(modes, opts.Mode):
+		return nil, errorf(KindUsage, nil, "%q is not a mode; use one of %s", opts.Mode, strings.Join(modes, ", "))
+	case opts.Mode == "github":
+		return nil, errorf(KindNotImplemented, nil, "mode github is not implemented yet; use --mode pingpong, sequential or solo")
 	}
 	started := opts.Now()
 	id := newID(started)
@@ -118,6 +123,11 @@ func Begin(ctx context.Context, opts Options) (*Run, error) {
 	}
 	if _, err := claudeBinary(opts.Config, opts.Env); err != nil {
 		return nil, err
+	}
+	if opts.Mode != "solo" {
+		if _, err := geminiBinary(opts.Config, opts.Env); err != nil {
+			return nil, err
+		}
 	}
 	if plan.dirty && opts.Notes != nil {
 		fmt.Fprintf(opts.Notes, "note: %s has uncommitted changes; the sandbox starts from %s without them\n", plan.repo.Dir, shortSHA(plan.base))
@@ -147,6 +157,15 @@ func (r *Run) RecordPath() string { return filepath.Join(r.Dir, "record.json") }
 
 // Save writes the record atomically, secrets redacted.
 func (r *Run) Save() error {
+	return r.Update(func(*observability.Record) {})
+}
+
+// Update changes the record under the run's lock and writes it: the one way
+// to change a record that concurrent agents (parallel reviewers) report to.
+func (r *Run) Update(change func(*observability.Record)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	change(r.Record)
 	if err := observability.WriteFile(r.RecordPath(), r.Record, r.redactor); err != nil {
 		return errorf(KindInternal, err, "cannot write the record: %v", err)
 	}
@@ -172,7 +191,6 @@ func (r *Run) Finish(ctx context.Context, runErr error, verdict string) error {
 	if _, err := r.CommitLeftovers(ctx, r.lastIteration()); err != nil && runErr == nil {
 		runErr = err
 	}
-	r.Record.Verdict = verdict
 	status := observability.StatusSucceeded
 	switch KindOf(runErr) {
 	case "":
@@ -183,14 +201,19 @@ func (r *Run) Finish(ctx context.Context, runErr error, verdict string) error {
 	default:
 		status = observability.StatusFailed
 	}
-	if runErr != nil {
-		r.Record.Error = &observability.Error{Kind: string(KindOf(runErr)), Message: r.redactor.String(runErr.Error())}
-	}
-	r.Record.Finish(status, ExitCode(runErr, verdict), r.opts.Now())
-	return errors.Join(runErr, r.Save())
+	saveErr := r.Update(func(rec *observability.Record) {
+		rec.Verdict = verdict
+		if runErr != nil {
+			rec.Error = &observability.Error{Kind: string(KindOf(runErr)), Message: r.redactor.String(runErr.Error())}
+		}
+		rec.Finish(status, ExitCode(runErr, verdict), r.opts.Now())
+	})
+	return errors.Join(runErr, saveErr)
 }
 
 func (r *Run) lastIteration() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	it := 1
 	for _, c := range r.Record.CommandLines {
 		it = max(it, c.Iteration)
@@ -210,10 +233,11 @@ func (r *Run) CommitLeftovers(ctx context.Context, iteration int) (string, error
 	if err != nil {
 		return "", errorf(KindInternal, err, "cannot commit the coder's work in %s: %v", r.Sandbox.Path, err)
 	}
-	if sha != "" {
-		r.Record.Commits = append(r.Record.Commits, observability.Commit{SHA: sha, Message: msg, Iteration: iteration, LLM: LLMSpawn})
-	}
-	return sha, r.Save()
+	return sha, r.Update(func(rec *observability.Record) {
+		if sha != "" {
+			rec.Commits = append(rec.Commits, observability.Commit{SHA: sha, Message: msg, Iteration: iteration, LLM: LLMSpawn})
+		}
+	})
 }
 
 // recordAgentCommits adds the branch's commits the record does not know yet:
@@ -223,16 +247,17 @@ func (r *Run) recordAgentCommits(ctx context.Context, iteration int) error {
 	if err != nil {
 		return errorf(KindInternal, err, "cannot list the sandbox branch's commits: %v", err)
 	}
-	known := map[string]bool{}
-	for _, c := range r.Record.Commits {
-		known[c.SHA] = true
-	}
-	for _, c := range commits {
-		if !known[c.SHA] {
-			r.Record.Commits = append(r.Record.Commits, observability.Commit{SHA: c.SHA, Message: c.Subject, Iteration: iteration, LLM: LLMClaude})
+	return r.Update(func(rec *observability.Record) {
+		known := map[string]bool{}
+		for _, c := range rec.Commits {
+			known[c.SHA] = true
 		}
-	}
-	return nil
+		for _, c := range commits {
+			if !known[c.SHA] {
+				rec.Commits = append(rec.Commits, observability.Commit{SHA: c.SHA, Message: c.Subject, Iteration: iteration, LLM: LLMClaude})
+			}
+		}
+	})
 }
 
 func firstLine(s string) string {
