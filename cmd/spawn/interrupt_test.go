@@ -44,7 +44,7 @@ func TestInterruptStopsTheAgentKeepsTheWorkAndExits130(t *testing.T) {
 			defer srv.Close()
 			repo := testenv.Repo(t)
 
-			cmd := exec.Command(os.Args[0], "run", "--repo", repo, "--json", "--branch", "spawn/interrupted", "write a draft")
+			cmd := exec.Command(os.Args[0], "run", "--mode", "solo", "--repo", repo, "--json", "--branch", "spawn/interrupted", "write a draft")
 			cmd.Env = testenv.Env(t, append(srv.ClaudeEnv(), "SPAWN_CLAUDE_COMMAND="+claude, "SPAWN_TEST_BE_SPAWN=1")...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

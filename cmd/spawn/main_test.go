@@ -161,7 +161,7 @@ func TestRunJSONWithRealClaude(t *testing.T) {
 	assert.Equal(t, "spawn: create hello.txt saying hi", testenv.Git(t, repo, "log", "-1", "--format=%s", "spawn/hello"))
 
 	// Without --json a person gets a summary that says where the work is.
-	r = spawnMain(t, env, "", "run", "create hello.txt saying hi", "--repo", repo)
+	r = spawnMain(t, env, "", "run", "create hello.txt saying hi", "--repo", repo, "--mode", "solo")
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "succeeded (exit 0)")
 	assert.Contains(t, r.stdout, "git merge spawn/create-hello-txt-saying-hi-")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/team"
 )
 
 // runOptions is `spawn run` after flag parsing.
@@ -41,7 +42,7 @@ func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *c
 			"your working tree is never touched. The record is .spawn/runs/<id>/record.json.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "mode", Usage: "solo | sequential | pingpong | github (default: the config's mode)"},
+			&cli.StringFlag{Name: "mode", Usage: "solo | sequential | pingpong | github (default: the config's mode, pingpong out of the box)"},
 			&cli.StringFlag{Name: "repo", Usage: "the git repository to work on", Value: "."},
 			&cli.StringFlag{Name: "base", Usage: "the commit the sandbox branch starts from", Value: "HEAD"},
 			&cli.StringFlag{Name: "branch", Usage: "the sandbox branch's name (default: spawn/<slug>-<id>)"},
@@ -168,7 +169,7 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 		defer pl.Close()
 		run.OnProgress = pl.Progress
 	}
-	return spawn.Execute(ctx, run)
+	return team.Execute(ctx, run)
 }
 
 // summary is what a person reads at the end of a run.
@@ -187,14 +188,34 @@ func summary(rec *observability.Record) string {
 	for _, p := range rec.PermissionsRequested {
 		fmt.Fprintf(&b, "  denied:    %s %s\n", p.Tool, firstLine(string(p.Input)))
 	}
+	if len(rec.ReviewFeedback) > 0 {
+		b.WriteString(rounds(rec))
+	}
 	fmt.Fprintf(&b, "  usage:     %d turns, %d input / %d output tokens, $%.4f\n", rec.Usage.Turns, rec.Usage.InputTokens, rec.Usage.OutputTokens, rec.Usage.CostUSD)
 	fmt.Fprintf(&b, "  record:    %s\n", filepath.Join(rec.Repo, spawn.Dir, "runs", rec.ID, "record.json"))
 	if rec.Error != nil {
 		fmt.Fprintf(&b, "  error:     %s: %s\n", rec.Error.Kind, rec.Error.Message)
 	}
 	if len(rec.Commits) > 0 {
-		fmt.Fprintf(&b, "  take it:   git merge %s   (or inspect: git -C %s log)\n", rec.Branch, rec.SandboxPath)
+		fmt.Fprintf(&b, "  take it:   git merge %s   (or inspect: git -C %s log; or --mode github for a pull request)\n", rec.Branch, rec.SandboxPath)
 	}
+	return b.String()
+}
+
+// rounds is the table of review rounds: each reviewer's verdict, its
+// findings by severity, and what it resolved; then the run's verdict.
+func rounds(rec *observability.Record) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  reviews:   %-5s %-24s %-16s %-34s %s\n", "round", "reviewer", "verdict", "findings (crit/high/med/low/info)", "resolved")
+	for _, f := range rec.ReviewFeedback {
+		counts := map[string]int{}
+		for _, x := range f.Findings {
+			counts[x.Severity]++
+		}
+		sev := fmt.Sprintf("%d/%d/%d/%d/%d", counts["critical"], counts["high"], counts["medium"], counts["low"], counts["info"])
+		fmt.Fprintf(&b, "             %-5d %-24s %-16s %-34s %d\n", f.Iteration, f.Reviewer+" ("+f.Domain+")", f.Verdict, sev, len(f.Resolved))
+	}
+	fmt.Fprintf(&b, "  verdict:   %s\n", rec.Verdict)
 	return b.String()
 }
 
