@@ -16,9 +16,9 @@ agents/node_modules/.spawn-installed: agents/package.json agents/package-lock.js
 	cd agents && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# Runs spawn's main job offline: the real claude CLI, a scripted model, no API key.
+# Runs spawn's main job offline: the real claude and gemini CLIs, scripted models, no API key.
 demo: build agents
-	./bin/spawn demo --claude $(AGENTS)/claude
+	./bin/spawn demo --claude $(AGENTS)/claude --gemini $(AGENTS)/gemini
 
 vet:
 	$(GO) vet ./...

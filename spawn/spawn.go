@@ -228,7 +228,11 @@ func (r *Run) CommitLeftovers(ctx context.Context, iteration int) (string, error
 	if err := r.recordAgentCommits(ctx, iteration); err != nil {
 		return "", err
 	}
-	msg := "spawn: " + r.redactor.String(firstLine(r.Record.Task))
+	task := r.redactor.String(firstLine(r.Record.Task))
+	msg := "spawn: " + task
+	if iteration > 1 {
+		msg = fmt.Sprintf("spawn: address review round %d: %s", iteration-1, task)
+	}
 	sha, err := r.Sandbox.Tree.CommitAll(ctx, msg)
 	if err != nil {
 		return "", errorf(KindInternal, err, "cannot commit the coder's work in %s: %v", r.Sandbox.Path, err)

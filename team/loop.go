@@ -11,6 +11,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
 // maxDiffBytes bounds the diff a reviewer is given; a larger diff is cut and
@@ -19,9 +20,10 @@ const maxDiffBytes = 1 << 20
 
 // loop is one review loop over a run.
 type loop struct {
-	run  *spawn.Run
-	cfg  spawn.Config
-	mode string
+	run        *spawn.Run
+	cfg        spawn.Config
+	mode       string
+	onProgress func(role string, p watcher.Progress)
 
 	reviewers    []*reviewer
 	findings     map[string]*tracked // by id
@@ -53,8 +55,9 @@ type result struct {
 	parseError string
 }
 
-func newLoop(run *spawn.Run, cfg spawn.Config, mode string) (*loop, error) {
-	l := &loop{run: run, cfg: cfg, mode: mode, findings: map[string]*tracked{}, openSets: map[string]bool{}, reviewed: run.Sandbox.Base}
+func newLoop(run *spawn.Run, opts spawn.Options) (*loop, error) {
+	cfg := opts.Config
+	l := &loop{run: run, cfg: cfg, mode: opts.Mode, onProgress: opts.OnProgress, findings: map[string]*tracked{}, openSets: map[string]bool{}, reviewed: run.Sandbox.Base}
 	var domains []prompts.Domain
 	for _, s := range cfg.Team.ReviewDomains {
 		d, err := prompts.ParseDomain(s)
@@ -264,6 +267,9 @@ func (l *loop) apply(round int, results []result, diffBytes int, delta bool) (st
 		}
 		entries = append(entries, entry)
 	}
+	for _, e := range entries {
+		l.tell(fmt.Sprintf("round %d, %s: %s, %d findings, %d resolved", round, e.Domain, e.Verdict, len(e.Findings), len(e.Resolved)))
+	}
 	if verdict == prompts.VerdictApprove {
 		for _, f := range l.openFindings(nil) {
 			if f.Severity == prompts.SeverityCritical || f.Severity == prompts.SeverityHigh {
@@ -285,6 +291,13 @@ func (l *loop) apply(round int, results []result, diffBytes int, delta bool) (st
 		}
 		l.refresh(rec)
 	})
+}
+
+// tell reports an orchestrator event to whoever watches the run.
+func (l *loop) tell(detail string) {
+	if l.onProgress != nil {
+		l.onProgress("reviewer", watcher.Progress{Kind: watcher.ProgressReview, Detail: detail})
+	}
 }
 
 // refresh writes every finding's current state into the record.

@@ -35,7 +35,7 @@ func Execute(ctx context.Context, opts spawn.Options) (*observability.Record, er
 	if err != nil {
 		return nil, err
 	}
-	l, err := newLoop(run, opts.Config, opts.Mode)
+	l, err := newLoop(run, opts)
 	if err != nil {
 		return run.Record, run.Finish(ctx, err, observability.VerdictNone)
 	}

@@ -58,6 +58,9 @@ const (
 	ProgressBudget      ProgressKind = "budget"       // a budget was hit (Detail: max_turns or max_cost_usd)
 	ProgressLimit       ProgressKind = "limit"        // spawn's own limit stopped escalating or answering (Detail)
 	ProgressFinished    ProgressKind = "finished"     // a process ended (Detail: its stop reason or "exited")
+	// ProgressReview is reported by the orchestrator, not by Supervise: a
+	// reviewer's verdict for a round (Detail).
+	ProgressReview ProgressKind = "review"
 )
 
 // Progress is one thing that happened during a session, with the running

@@ -13,11 +13,13 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/team"
 )
 
 // demoOptions is `spawn demo` after flag parsing.
 type demoOptions struct {
 	Claude string
+	Gemini string
 	Dir    string
 	JSON   bool
 }
@@ -25,17 +27,19 @@ type demoOptions struct {
 func newDemoCmd(d *deps, runF func(context.Context, *deps, *demoOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "run spawn offline: the real claude CLI fixes a bug in a throwaway repository, driven by a built-in scripted model",
-		Description: "No API key is needed: a local scripted model server stands in for the model API.\n" +
-			"The claude binary is real; it runs its real tools (Bash, Read, Edit) in the sandbox.",
+		Usage: "run spawn offline: the real claude CLI fixes a bug in a throwaway repository and the real gemini CLI reviews it, driven by built-in scripted models",
+		Description: "No API key is needed: a local scripted model server stands in for both model APIs.\n" +
+			"The claude and gemini binaries are real; claude runs its real tools (Bash, Read, Edit) in the sandbox,\n" +
+			"gemini reviews the diff, claude fixes what it found in its resumed session, gemini approves.",
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "claude", Usage: "the claude binary to drive", Value: "claude"},
+			&cli.StringFlag{Name: "gemini", Usage: "the gemini binary to drive", Value: "gemini"},
 			&cli.StringFlag{Name: "dir", Usage: "where to create the demo repository (default: a new temporary directory, kept)"},
 			&cli.BoolFlag{Name: "json", Usage: "print only the record"},
 		},
 		Action: func(c *cli.Context) error {
-			return runF(c.Context, d, &demoOptions{Claude: c.String("claude"), Dir: c.String("dir"), JSON: c.Bool("json")})
+			return runF(c.Context, d, &demoOptions{Claude: c.String("claude"), Gemini: c.String("gemini"), Dir: c.String("dir"), JSON: c.Bool("json")})
 		},
 	}
 }
@@ -70,7 +74,11 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}
-	env := demoEnv(d.env, home, tmp, srv.ClaudeEnv())
+	genv, err := srv.GeminiEnv(home)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	env := demoEnv(d.env, home, tmp, append(srv.ClaudeEnv(), genv...))
 	repo, err := demo.Repo(ctx, filepath.Join(root, "calc"), env)
 	if err != nil {
 		return err
@@ -78,16 +86,18 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 	cfg := spawn.DefaultConfig()
 	cfg.Runners.Claude.Command = opts.Claude
 	cfg.Runners.Claude.MaxRetries = 0
+	cfg.Runners.Gemini.Command = opts.Gemini
+	cfg.Runners.Gemini.MaxRetries = 0
 	if !opts.JSON {
 		fmt.Fprintf(d.io.Err, "spawn demo: repository %s, task %q, model API scripted at %s\n", repo.Dir, demo.Task, srv.URL())
 	}
-	run := spawn.Options{Task: demo.Task, Mode: "solo", RepoDir: repo.Dir, Config: cfg, Env: env, Notes: d.io.Err, Hurry: d.hurry}
+	run := spawn.Options{Task: demo.Task, Mode: "pingpong", RepoDir: repo.Dir, Config: cfg, Env: env, Notes: d.io.Err, Hurry: d.hurry}
 	var pl *progressLine
 	if !opts.JSON {
 		pl = newProgressLine(d.io.Err, d.io.ErrTTY)
 		run.OnProgress = pl.Progress
 	}
-	rec, runErr := spawn.Execute(ctx, run)
+	rec, runErr := team.Execute(ctx, run)
 	if pl != nil {
 		pl.Close()
 	}

@@ -166,3 +166,31 @@ func TestRunJSONWithRealClaude(t *testing.T) {
 	assert.Contains(t, r.stdout, "succeeded (exit 0)")
 	assert.Contains(t, r.stdout, "git merge spawn/create-hello-txt-saying-hi-")
 }
+
+// With no --mode, spawn runs the configured default, pingpong: an answer the
+// reviewer cannot get right even after a repair turn is never an approval,
+// and spawn exits 3.
+func TestDefaultModeReviewsAndExits3WhenNotApproved(t *testing.T) {
+	claude, gemini := testenv.Claude(t), testenv.Gemini(t)
+	srv, err := modelserver.Start(modelserver.Scenario{
+		Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+			{Tools: []modelserver.ToolCall{{ID: "w1", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/hello.txt", "content": "hi\n"}}}},
+			{Text: "Created hello.txt."},
+		}}},
+		Gemini: []modelserver.Script{{Turns: []modelserver.Turn{{Text: "Approved!"}, {Text: "Yes, approved."}}}},
+	})
+	require.NoError(t, err)
+	defer srv.Close()
+	genv, err := srv.GeminiEnv(t.TempDir())
+	require.NoError(t, err)
+	env := append(testenv.Env(t, append(srv.ClaudeEnv(), "SPAWN_CLAUDE_COMMAND="+claude, "SPAWN_GEMINI_COMMAND="+gemini)...), genv...)
+	repo := testenv.Repo(t)
+
+	r := spawnMain(t, env, "", "run", "--repo", repo, "--json", "create hello.txt")
+	assert.Equal(t, 3, r.code, r.stderr)
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rec))
+	assert.Equal(t, "pingpong", rec["mode"])
+	assert.Equal(t, "review_failed", rec["verdict"])
+	assert.Equal(t, float64(3), rec["exit_code"])
+}

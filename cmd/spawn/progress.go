@@ -62,7 +62,8 @@ func (p *progressLine) Progress(role string, ev watcher.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.erase()
-	if line := describe(ev); line != "" {
+	// A reviewer's raw answer is JSON: its verdict is told instead.
+	if line := describe(ev); line != "" && !(role == "reviewer" && ev.Kind == watcher.ProgressText) {
 		fmt.Fprintf(p.w, "  %-8s %s\n", role, line)
 	}
 	p.role, p.last = role, ev
@@ -116,6 +117,8 @@ func describe(ev watcher.Progress) string {
 		return "budget: " + ev.Detail + " reached; stopping"
 	case watcher.ProgressLimit:
 		return "limit:  " + ev.Detail
+	case watcher.ProgressReview:
+		return "review: " + ev.Detail
 	case watcher.ProgressFinished:
 		if ev.Detail != "exited" {
 			return "stopped: " + ev.Detail

@@ -1,6 +1,6 @@
 // Package demo builds spawn's offline demonstration: a throwaway repository
-// with a small bug, and the scripted model conversation in which the real
-// claude CLI finds and fixes it.
+// with a small bug, and the scripted model conversations in which the real
+// claude CLI finds and fixes it and the real gemini CLI reviews the fix.
 package demo
 
 import (
@@ -14,6 +14,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
+	"github.com/infinite-improbability-drive/spawn/prompts"
 )
 
 // Task is what the demo asks the coder to do.
@@ -22,8 +23,10 @@ const Task = "Fix the failing test in calc.go"
 //go:embed scenario.json
 var scenarioJSON []byte
 
-// Scenario is the scripted model's side of the demo: run the tests, read
-// calc.go, fix it with Edit, run the tests again.
+// Scenario is the scripted models' side of the demo. The coder (claude)
+// runs the tests, reads calc.go, fixes it with Edit and runs the tests
+// again. The reviewer (gemini) asks for a test with negative numbers; the
+// coder, resumed, adds it; the reviewer approves.
 func Scenario() (modelserver.Scenario, error) {
 	var sc modelserver.Scenario
 	dec := json.NewDecoder(bytes.NewReader(scenarioJSON))
@@ -31,6 +34,32 @@ func Scenario() (modelserver.Scenario, error) {
 	if err := dec.Decode(&sc); err != nil {
 		return sc, fmt.Errorf("demo scenario: %w", err)
 	}
+	const domain, file, title = "general_polish", "calc_test.go", "No test with negative numbers"
+	round1, err := json.Marshal(map[string]any{
+		"verdict": "request_changes",
+		"summary": "The fix is right: Add now adds. The tests only cover positive numbers.",
+		"findings": []map[string]any{{
+			"severity": "medium", "domain": domain, "file": file, "line": 5, "title": title,
+			"detail":     "TestAdd checks Add(2, 3) only; a sign error would go unnoticed with negative numbers.",
+			"suggestion": "Add a test case with negative operands.",
+		}},
+	})
+	if err != nil {
+		return sc, fmt.Errorf("demo scenario: %w", err)
+	}
+	round2, err := json.Marshal(map[string]any{
+		"verdict":  "approve",
+		"summary":  "TestAddNegative covers negative operands; nothing else to change.",
+		"findings": []any{},
+		"resolved": []string{prompts.FindingID(domain, file, title)},
+	})
+	if err != nil {
+		return sc, fmt.Errorf("demo scenario: %w", err)
+	}
+	sc.Gemini = []modelserver.Script{{Turns: []modelserver.Turn{
+		{Text: "```json\n" + string(round1) + "\n```"},
+		{Text: "```json\n" + string(round2) + "\n```"},
+	}}}
 	return sc, sc.Validate()
 }
 
