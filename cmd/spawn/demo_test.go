@@ -25,9 +25,9 @@ func TestDemoFixesTheBugAndIsApproved(t *testing.T) {
 		Status         string            `json:"status"`
 		Verdict        string            `json:"verdict"`
 		ReviewFeedback []json.RawMessage `json:"review_feedback"`
-		Branch  string `json:"branch"`
-		Sandbox string `json:"sandbox_path"`
-		Commits []struct {
+		Branch         string            `json:"branch"`
+		Sandbox        string            `json:"sandbox_path"`
+		Commits        []struct {
 			Message string `json:"message"`
 		} `json:"commits"`
 		CommandLines []struct {
