@@ -26,10 +26,14 @@ func coderSystemPrompt(sb *Sandbox) string {
 
 // claudeBinary finds the configured claude CLI in the PATH of env.
 func claudeBinary(cfg Config, env []string) (string, error) {
-	name := cfg.Runners.Claude.Command
-	bin, err := proc.LookPath(name, env)
+	return agentBinary("claude", cfg.Runners.Claude.Command, "@anthropic-ai/claude-code", env)
+}
+
+// agentBinary finds an agent CLI in the PATH of env, or says how to get it.
+func agentBinary(cli, command, npmPackage string, env []string) (string, error) {
+	bin, err := proc.LookPath(command, env)
 	if err != nil {
-		return "", errorf(KindMissingCLI, err, "the claude CLI (%s) was not found; install it with `npm install -g @anthropic-ai/claude-code` or set runners.claude.command", name)
+		return "", errorf(KindMissingCLI, err, "the %s CLI (%s) was not found; install it with `npm install -g %s` or set runners.%s.command", cli, command, npmPackage, cli)
 	}
 	return bin, nil
 }
@@ -243,7 +247,11 @@ func classify(sess *watcher.Session, cli, hint string) error {
 		if cause == nil {
 			cause = errors.New("no result event")
 		}
-		return errorf(KindAgentCrashed, cause, "%s exited with code %d without a result; %s", cli, out.ExitCode, hint)
+		said := ""
+		if out.StderrTail != "" {
+			said = fmt.Sprintf(" (its last words on stderr: %q)", out.StderrTail)
+		}
+		return errorf(KindAgentCrashed, cause, "%s exited with code %d without a result%s; %s", cli, out.ExitCode, said, hint)
 	}
 	if !res.IsError {
 		return nil

@@ -6,22 +6,27 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
-// geminiHome prepares the reviewer's private GEMINI_CLI_HOME for this run,
-// once: <home>/.gemini holds every entry of the user's own ~/.gemini as a
-// symlink (logins, accounts, sessions), except settings.json, which is the
-// user's settings with spawn's overrides on top: general.maxAttempts bounds
-// the CLI's retries of a failed model call, and telemetry, usage statistics
-// and auto-update are off. The user's files are never modified. The
+// geminiHome prepares the private GEMINI_CLI_HOME of one reviewer seat for
+// this run, once per seat: <home>/.gemini links the user's own top-level
+// files of ~/.gemini (logins, accounts) and holds settings.json, the user's
+// settings with spawn's overrides on top: general.maxAttempts bounds the
+// CLI's retries of a failed model call, and telemetry, usage statistics and
+// auto-update are off. The gemini state that sessions write (projects.json,
+// tmp/, history/) stays private to the seat: parallel reviewers sharing it
+// lose their sessions (a concurrent first run of two gemini processes in one
+// project left one of them unable to --resume), and spawn's reviews do not
+// clutter the user's own history. The user's files are never modified. The
 // directory is private (0700), outside the run directory (the user's
 // settings may hold secrets), and removed when the run finishes.
-func (r *Run) geminiHome() (string, error) {
-	if r.geminiHomeDir != "" {
-		return r.geminiHomeDir, nil
+func (r *Run) geminiHome(seat string) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if home, ok := r.geminiHomes[seat]; ok {
+		return home, nil
 	}
 	src := lookupEnv(r.opts.Env, "GEMINI_CLI_HOME")
 	if src == "" {
@@ -54,7 +59,7 @@ func (r *Run) geminiHome() (string, error) {
 	}
 	entries, _ := os.ReadDir(userDir) // none: an API-key user without ~/.gemini
 	for _, e := range entries {
-		if e.Name() == "settings.json" {
+		if !e.Type().IsRegular() || e.Name() == "settings.json" || e.Name() == "projects.json" {
 			continue
 		}
 		if err := os.Symlink(filepath.Join(userDir, e.Name()), filepath.Join(dir, e.Name())); err != nil {
@@ -68,7 +73,10 @@ func (r *Run) geminiHome() (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, "settings.json"), append(b, '\n'), 0o600); err != nil {
 		return "", errorf(KindInternal, err, "cannot write gemini's settings: %v", err)
 	}
-	r.geminiHomeDir = home
+	if r.geminiHomes == nil {
+		r.geminiHomes = map[string]string{}
+	}
+	r.geminiHomes[seat] = home
 	return home, nil
 }
 
@@ -87,33 +95,30 @@ func mergeJSON(dst, src map[string]any) {
 
 // geminiBinary finds the configured gemini CLI in the PATH of env.
 func geminiBinary(cfg Config, env []string) (string, error) {
-	name := cfg.Runners.Gemini.Command
-	bin, err := proc.LookPath(name, env)
-	if err != nil {
-		return "", errorf(KindMissingCLI, err, "the gemini CLI (%s) was not found; install it with `npm install -g @google/gemini-cli` or set runners.gemini.command", name)
-	}
-	return bin, nil
+	return agentBinary("gemini", cfg.Runners.Gemini.Command, "@google/gemini-cli", env)
 }
 
-// Gemini returns the reviewer runner the configuration describes.
-func (r *Run) Gemini() (*runners.Gemini, error) {
+// Gemini returns the runner of one reviewer seat (a name such as a review
+// domain; each seat keeps its own gemini sessions).
+func (r *Run) Gemini(seat string) (*runners.Gemini, error) {
 	cfg := r.opts.Config.Runners.Gemini
 	bin, err := geminiBinary(r.opts.Config, r.opts.Env)
 	if err != nil {
 		return nil, err
 	}
-	home, err := r.geminiHome()
+	home, err := r.geminiHome(seat)
 	if err != nil {
 		return nil, err
 	}
 	return &runners.Gemini{Bin: bin, Model: cfg.Model, ApprovalMode: cfg.ApprovalMode, Home: home}, nil
 }
 
-// ReviewerTurn runs the reviewer once in the sandbox, read-only: a denied
-// tool is recorded, never granted. The error is an *Error classifying a
+// ReviewerTurn runs a reviewer seat once in the sandbox (resuming its
+// session when resume is set), read-only: a denied tool is recorded, never
+// granted. Seats may run concurrently. The error is an *Error classifying a
 // failure (auth, rate limit, unavailable model, crash, timeout, interrupt).
-func (r *Run) ReviewerTurn(ctx context.Context, iteration int, prompt, resume string) (*watcher.Session, error) {
-	gemini, err := r.Gemini()
+func (r *Run) ReviewerTurn(ctx context.Context, seat string, iteration int, prompt, resume string) (*watcher.Session, error) {
+	gemini, err := r.Gemini(seat)
 	if err != nil {
 		return nil, err
 	}

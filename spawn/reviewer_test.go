@@ -64,7 +64,7 @@ func TestReviewerModelErrorsAreClassified(t *testing.T) {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			_, err := run.ReviewerTurn(ctx, 1, "Review this.", "")
+			_, err := run.ReviewerTurn(ctx, "all", 1, "Review this.", "")
 			// Without spawn's maxAttempts, gemini retries a 500 for ~220 s.
 			assert.Less(t, time.Since(start), 30*time.Second, "the retry bound in spawn's system settings was honoured")
 			require.Error(t, err)
@@ -78,7 +78,7 @@ func TestReviewerRetriesWithinItsBound(t *testing.T) {
 	run, srv := reviewerRun(t, modelserver.Scenario{Gemini: []modelserver.Script{{Turns: []modelserver.Turn{
 		{Error: &modelserver.HTTPError{Status: 500, Message: "blip", Times: 1}, Text: "LGTM"},
 	}}}}, 1)
-	sess, err := run.ReviewerTurn(context.Background(), 1, "Review this.", "")
+	sess, err := run.ReviewerTurn(context.Background(), "all", 1, "Review this.", "")
 	require.NoError(t, err)
 	assert.Equal(t, "LGTM", sess.Result.Text)
 	main := 0
@@ -93,7 +93,7 @@ func TestReviewerRetriesWithinItsBound(t *testing.T) {
 
 	// The private home carries the user's login and spawn's bound; the
 	// user's own settings are untouched, and the private home goes away.
-	b, err := os.ReadFile(filepath.Join(run.geminiHomeDir, ".gemini", "settings.json"))
+	b, err := os.ReadFile(filepath.Join(run.geminiHomes["all"], ".gemini", "settings.json"))
 	require.NoError(t, err)
 	var settings map[string]map[string]any
 	require.NoError(t, json.Unmarshal(b, &settings))
@@ -102,7 +102,7 @@ func TestReviewerRetriesWithinItsBound(t *testing.T) {
 	user, err := os.ReadFile(filepath.Join(lookupEnv(run.opts.Env, "HOME"), ".gemini", "settings.json"))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`, string(user))
-	home := run.geminiHomeDir
+	home := run.geminiHomes["all"]
 	require.NoError(t, run.Finish(context.Background(), nil, "none"))
 	assert.NoDirExists(t, home)
 }

@@ -68,8 +68,8 @@ type Run struct {
 	mu    sync.Mutex
 	procs int // agent processes started so far, numbering the transcripts
 
-	geminiHomeDir string
-	cleanups      []func() error // run by Finish
+	geminiHomes map[string]string // reviewer seat -> private GEMINI_CLI_HOME
+	cleanups    []func() error    // run by Finish
 }
 
 // Execute runs the task in solo mode: one coder turn in a new sandbox, its

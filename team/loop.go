@@ -213,7 +213,7 @@ func (l *loop) reviewOne(ctx context.Context, round int, seat *reviewer, diff st
 // ask runs the reviewer seat's session (resumed when it has one) and
 // returns its final answer.
 func (l *loop) ask(ctx context.Context, round int, seat *reviewer, prompt string) (string, error) {
-	sess, err := l.run.ReviewerTurn(ctx, round, prompt, seat.session)
+	sess, err := l.run.ReviewerTurn(ctx, seat.label, round, prompt, seat.session)
 	if sess != nil && sess.SessionID != "" {
 		seat.session = sess.SessionID
 	}

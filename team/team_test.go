@@ -278,16 +278,21 @@ func TestParallelDomainReviewersOverlapAndMerge(t *testing.T) {
 	r := runTeam(t, "pingpong", modelserver.Scenario{
 		Anthropic: []modelserver.Script{coder()},
 		Gemini: []modelserver.Script{
-			{Match: domainMarker(t, prompts.Security), Turns: []modelserver.Turn{{Delay: delay, Text: answer("request_changes", nil, shared)}}},
-			{Match: domainMarker(t, prompts.GeneralPolish), Turns: []modelserver.Turn{{Delay: delay, Text: answer("request_changes", nil, shared, only)}}},
+			{Match: domainMarker(t, prompts.Security), Turns: []modelserver.Turn{
+				{Delay: delay, Text: answer("request_changes", nil, shared)},
+				{Text: answer("approve", []string{shared.ID})},
+			}},
+			{Match: domainMarker(t, prompts.GeneralPolish), Turns: []modelserver.Turn{
+				{Delay: delay, Text: answer("request_changes", nil, shared, only)},
+				{Text: answer("approve", []string{only.ID})},
+			}},
 		},
 	}, func(c *spawn.Config) {
 		c.Team.ReviewDomains = []string{"security", "general_polish"}
 		c.Team.ParallelReviewers = true
-		c.Team.MaxIterations = 1
 	})
 	require.NoError(t, r.err)
-	assert.Equal(t, observability.VerdictChangesRequested, r.rec.Verdict)
+	assert.Equal(t, observability.VerdictApproved, r.rec.Verdict)
 
 	var reqs []modelserver.Request
 	for _, req := range r.srv.Requests() {
@@ -295,19 +300,33 @@ func TestParallelDomainReviewersOverlapAndMerge(t *testing.T) {
 			reqs = append(reqs, req)
 		}
 	}
-	require.Len(t, reqs, 2)
+	require.Len(t, reqs, 4, "two reviewers, two rounds")
 	assert.True(t, reqs[0].Start.Before(reqs[1].End) && reqs[1].Start.Before(reqs[0].End), "the two reviewers ran at the same time")
 
-	require.Len(t, r.rec.ReviewFeedback, 2)
+	// The coder was asked to fix the merged findings: the one both
+	// reviewers reported, once.
+	var fixPrompt string
+	for _, req := range r.srv.Requests() {
+		for _, txt := range req.UserTexts() {
+			if req.API == modelserver.APIAnthropic && strings.Contains(txt, only.ID) {
+				fixPrompt = txt
+			}
+		}
+	}
+	require.NotEmpty(t, fixPrompt)
+	assert.Equal(t, 1, strings.Count(fixPrompt, shared.ID), "a finding both report appears once")
+
+	require.Len(t, r.rec.ReviewFeedback, 4)
 	domains := []string{r.rec.ReviewFeedback[0].Domain, r.rec.ReviewFeedback[1].Domain}
 	assert.ElementsMatch(t, []string{"security", "general_polish"}, domains)
 	ids := map[string]int{}
-	for _, fb := range r.rec.ReviewFeedback {
+	for _, fb := range r.rec.ReviewFeedback[:2] {
 		for _, f := range fb.Findings {
 			ids[f.ID]++
+			assert.Equal(t, "resolved", f.Status)
 		}
 	}
-	assert.Equal(t, map[string]int{shared.ID: 2, only.ID: 1}, ids)
+	assert.Equal(t, map[string]int{shared.ID: 2, only.ID: 1}, ids, "each reviewer's entry keeps what it reported")
 	require.Len(t, r.rec.SecurityFindings, 1, "a finding both report appears once")
 	assert.Equal(t, shared.ID, r.rec.SecurityFindings[0].ID)
 	assert.Equal(t, "calc.go", r.rec.SecurityFindings[0].File)

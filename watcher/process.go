@@ -88,6 +88,8 @@ type Outcome struct {
 	Stopped string
 	// ParseErr is an error reading the agent's stdout.
 	ParseErr error
+	// StderrTail is the last meaningful line the agent wrote to stderr.
+	StderrTail string
 }
 
 // Run starts the agent for turn and supervises it until it exits. Cancelling
@@ -140,7 +142,7 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		copyLines(stderrR, opts.Errlog, opts.Redactor, touch)
+		out.StderrTail = copyLines(stderrR, opts.Errlog, opts.Redactor, touch)
 	}()
 	go func() {
 		defer wg.Done()
@@ -260,24 +262,28 @@ func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *a
 }
 
 // copyLines copies r to w line by line (secrets redacted), calling touch on
-// every read. It returns the read error, nil at EOF.
-func copyLines(r io.Reader, w io.Writer, red *observability.Redactor, touch func()) error {
+// every read, until EOF or a read error. It returns the last non-empty
+// line that does not look like a stack frame (redacted, at most 300 bytes):
+// what a crashed agent said last.
+func copyLines(r io.Reader, w io.Writer, red *observability.Redactor, touch func()) string {
 	br := bufio.NewReaderSize(r, 64<<10)
+	var last string
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
 			touch()
+			redacted := red.Bytes(line)
 			if w != nil {
-				if _, werr := w.Write(red.Bytes(line)); werr != nil {
+				if _, werr := w.Write(redacted); werr != nil {
 					w = nil
 				}
 			}
+			if t := strings.TrimSpace(string(redacted)); t != "" && !strings.HasPrefix(t, "at ") {
+				last = t[:min(len(t), 300)]
+			}
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
-				return nil
-			}
-			return err
+			return last
 		}
 	}
 }

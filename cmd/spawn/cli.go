@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
 )
 
@@ -38,9 +39,14 @@ type deps struct {
 // Main runs spawn with args and returns its exit code. It is the one place
 // where errors become exit codes.
 func Main(args, env []string, in io.Reader, out, errw io.Writer) int {
+	// Everything spawn prints goes through the redactor: no secret value
+	// from the environment reaches stdout or stderr.
+	red := observability.NewRedactor(env)
+	errTTY := isTerminal(errw)
+	out, errw = redacting{out, red}, redacting{errw, red}
 	ctx, hurry, stop := interrupts(errw)
 	defer stop()
-	d := &deps{io: IO{In: in, Out: out, Err: errw, ErrTTY: isTerminal(errw)}, env: env, hurry: hurry}
+	d := &deps{io: IO{In: in, Out: out, Err: errw, ErrTTY: errTTY}, env: env, hurry: hurry}
 	app := newApp(d, runRun, runDemo)
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil {
@@ -86,6 +92,21 @@ func interrupts(errw io.Writer) (context.Context, <-chan struct{}, func()) {
 		close(done)
 		cancel()
 	}
+}
+
+// redacting writes through w with secret values replaced. spawn's output
+// is written a line or a document at a time, so a secret is never split
+// across two writes.
+type redacting struct {
+	w   io.Writer
+	red *observability.Redactor
+}
+
+func (r redacting) Write(b []byte) (int, error) {
+	if _, err := r.w.Write(r.red.Bytes(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // exitCode is returned by a command that already reported its outcome.

@@ -141,10 +141,13 @@ func TestRunJSONWithRealClaude(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Close()
 	repo := testenv.Repo(t)
-	env := testenv.Env(t, append(srv.ClaudeEnv(), "SPAWN_CLAUDE_COMMAND="+claude)...)
+	const canary = "canary-token-5d1e77a0c3"
+	env := testenv.Env(t, append(srv.ClaudeEnv(), "SPAWN_CLAUDE_COMMAND="+claude, "DEPLOY_TOKEN="+canary)...)
 
-	r := spawnMain(t, env, "", "run", "--repo", repo, "--mode", "solo", "--json", "--branch", "spawn/hello", "create hello.txt saying hi")
+	r := spawnMain(t, env, "", "run", "--repo", repo, "--mode", "solo", "--json", "--branch", "spawn/hello", "create hello.txt saying hi", "(not "+canary+")")
 	require.Equal(t, 0, r.code, r.stderr)
+	assert.NotContains(t, r.stdout+r.stderr, canary, "no secret on stdout or stderr")
+	assert.Contains(t, r.stdout, "[REDACTED]")
 	var rec map[string]any
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
 	require.NoError(t, dec.Decode(&rec))
@@ -158,7 +161,7 @@ func TestRunJSONWithRealClaude(t *testing.T) {
 	assert.Equal(t, "succeeded", rec["status"])
 	assert.Equal(t, "spawn/hello", rec["branch"])
 	assert.Equal(t, "hi", testenv.Git(t, repo, "show", "spawn/hello:hello.txt"))
-	assert.Equal(t, "spawn: create hello.txt saying hi", testenv.Git(t, repo, "log", "-1", "--format=%s", "spawn/hello"))
+	assert.Equal(t, "spawn: create hello.txt saying hi (not [REDACTED])", testenv.Git(t, repo, "log", "-1", "--format=%s", "spawn/hello"))
 
 	// Without --json a person gets a summary that says where the work is.
 	r = spawnMain(t, env, "", "run", "create hello.txt saying hi", "--repo", repo, "--mode", "solo")
