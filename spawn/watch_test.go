@@ -102,7 +102,7 @@ func TestTotalTimeoutStopsABusyAgent(t *testing.T) {
 	}
 	r := runSolo(t, turns(ts...), "keep busy", func(c *Config) {
 		c.Spawn.IdleTimeout = 10 * time.Second
-		c.Spawn.TotalTimeout = 4 * time.Second
+		c.Spawn.TotalTimeout = 6 * time.Second
 	})
 	require.Error(t, r.err)
 	assert.Equal(t, KindTimeout, KindOf(r.err))

@@ -274,7 +274,7 @@ func TestSequentialHasExactlyOneFixTurn(t *testing.T) {
 func TestParallelDomainReviewersOverlapAndMerge(t *testing.T) {
 	shared := finding("high", "security", "calc.go", 19, "Unchecked input")
 	only := finding("low", "general_polish", "calc.go", 18, "Comment is vague")
-	delay := modelserver.Duration(1500 * time.Millisecond)
+	delay := modelserver.Duration(4 * time.Second) // long enough to overlap on a loaded machine
 	r := runTeam(t, "pingpong", modelserver.Scenario{
 		Anthropic: []modelserver.Script{coder()},
 		Gemini: []modelserver.Script{
