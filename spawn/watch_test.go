@@ -1,11 +1,7 @@
 package spawn
 
 import (
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,25 +32,8 @@ func assertGone(t *testing.T, rec *observability.Record) {
 	require.NotEmpty(t, rec.CommandLines)
 	for _, cl := range rec.CommandLines {
 		require.NotZero(t, cl.Pid)
-		// Eventually: a killed orphan stays a zombie until init reaps it.
-		assert.Eventually(t, func() bool { return errors.Is(syscall.Kill(-cl.Pid, 0), syscall.ESRCH) },
-			5*time.Second, 20*time.Millisecond, "process group %d survived", cl.Pid)
+		testenv.AssertGroupGone(t, cl.Pid, cl.Argv[0])
 	}
-}
-
-// processesRunning lists the pids whose command line contains s.
-func processesRunning(t *testing.T, s string) []string {
-	t.Helper()
-	var found []string
-	entries, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(strings.ReplaceAll(string(b), "\x00", " "), s) {
-			found = append(found, e.Name())
-		}
-	}
-	return found
 }
 
 func TestModelHangIsStoppedByTheIdleTimeoutAndTheWorkIsKept(t *testing.T) {
@@ -89,7 +68,8 @@ func TestHungBashCommandDoesNotSurvive(t *testing.T) {
 	require.Error(t, r.err)
 	assert.Equal(t, KindTimeout, KindOf(r.err))
 	assertGone(t, r.rec)
-	assert.Empty(t, processesRunning(t, marker), "the hung command was killed with the agent")
+	assert.Empty(t, testenv.Processes(t, func(c string) bool { return strings.Contains(c, marker) }),
+		"the hung command (and any shell running it) was killed with the agent")
 }
 
 func TestTotalTimeoutStopsABusyAgent(t *testing.T) {

@@ -3,11 +3,9 @@ package watcher
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -102,16 +100,7 @@ func TestIdleTimeoutFiresOnSilence(t *testing.T) {
 	assert.Nil(t, out.Result, "a killed agent has no result")
 	assert.Less(t, elapsed, 3*time.Second+3*time.Second+5*time.Second, "stopped within idle timeout + grace")
 	// No process of the agent's group survives.
-	pgid := processGroupOf(t, out)
-	assert.Eventually(t, func() bool { return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) }, 5*time.Second, 20*time.Millisecond)
-}
-
-// processGroupOf is the agent's process group: the watcher starts every
-// agent as the leader of its own group, so it is the pid it reported.
-func processGroupOf(t *testing.T, out Outcome) int {
-	t.Helper()
-	require.NotZero(t, out.Pid)
-	return out.Pid
+	testenv.AssertGroupGone(t, out.Pid)
 }
 
 func TestTranscriptsAreRedactedLineByLine(t *testing.T) {
@@ -146,7 +135,7 @@ func TestGeminiHangIsKilledWithItsTree(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StopIdleTimeout, out.Stopped)
 	assert.Nil(t, out.Result)
-	assert.Eventually(t, func() bool { return errors.Is(syscall.Kill(-out.Pid, 0), syscall.ESRCH) }, 5*time.Second, 20*time.Millisecond)
+	testenv.AssertGroupGone(t, out.Pid)
 }
 
 // A budget stops the agent gracefully: SIGINT first, so claude can write
@@ -170,5 +159,5 @@ func TestOnEventStopStopsTheAgent(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Equal(t, StopMaxTurns, out.Stopped)
-	assert.Eventually(t, func() bool { return errors.Is(syscall.Kill(-out.Pid, 0), syscall.ESRCH) }, 5*time.Second, 20*time.Millisecond)
+	testenv.AssertGroupGone(t, out.Pid)
 }

@@ -97,8 +97,7 @@ func TestInterruptStopsTheAgentKeepsTheWorkAndExits130(t *testing.T) {
 			assert.Equal(t, "interrupted", rec.Error.Kind)
 			assert.Equal(t, "work in progress", testenv.Git(t, repo, "show", "spawn/interrupted:draft.txt"), "the work is committed")
 			require.Len(t, rec.CommandLines, 1)
-			assert.Eventually(t, func() bool { return errors.Is(syscall.Kill(-rec.CommandLines[0].Pid, 0), syscall.ESRCH) },
-				5*time.Second, 20*time.Millisecond, "no orphan survives")
+			testenv.AssertGroupGone(t, rec.CommandLines[0].Pid, "no orphan survives")
 		})
 	}
 }

@@ -12,22 +12,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 )
 
 func env() []string { return []string{"PATH=" + os.Getenv("PATH")} }
 
+// running reports whether a process whose command line starts with marker
+// runs (the shell that starts it does not count).
 func running(t *testing.T, marker string) bool {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	require.NoError(t, err)
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		// The command line starts with it: the shell that runs it does not count.
-		if err == nil && strings.HasPrefix(strings.ReplaceAll(string(b), "\x00", " "), marker) {
-			return true
-		}
-	}
-	return false
+	return len(testenv.Processes(t, func(c string) bool { return strings.HasPrefix(c, marker) })) > 0
 }
 
 // A descendant that moved to a session of its own (as claude's Bash tool
@@ -44,8 +39,7 @@ func TestKillTakesDescendantsInOtherSessions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 128+int(syscall.SIGKILL), code)
 	assert.Eventually(t, func() bool { return !running(t, "sleep 313") && !running(t, "sleep 314") }, 5*time.Second, 20*time.Millisecond)
-	assert.Eventually(t, func() bool { return errors.Is(syscall.Kill(-p.Pid(), 0), syscall.ESRCH) }, 5*time.Second, 20*time.Millisecond,
-		"no process of the group is left (zombies are reaped by init)")
+	testenv.AssertGroupGone(t, p.Pid())
 }
 
 func TestTerminateGivesGraceThenKills(t *testing.T) {

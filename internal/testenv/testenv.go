@@ -4,11 +4,16 @@
 package testenv
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Root returns the module's root directory (the folder holding go.mod).
@@ -107,4 +112,46 @@ func Git(t testing.TB, dir string, args ...string) string {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// Processes lists the pids of the running processes whose command line
+// (arguments joined by spaces) satisfies match.
+func Processes(t testing.TB, match func(cmdline string) bool) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && len(b) > 0 && match(strings.ReplaceAll(string(b), "\x00", " ")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// AssertGroupGone checks that no process of the process group pgid is left,
+// within 5 s: a killed orphan stays a zombie until init reaps it.
+func AssertGroupGone(t testing.TB, pgid int, msgAndArgs ...any) bool {
+	t.Helper()
+	if pgid <= 0 {
+		t.Errorf("testenv: no process group to check (pgid %d)", pgid)
+		return false
+	}
+	gone := func() bool { return errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH) }
+	deadline := time.Now().Add(5 * time.Second)
+	for !gone() {
+		if time.Now().After(deadline) {
+			t.Errorf("process group %d survived: %s", pgid, fmt.Sprint(msgAndArgs...))
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return true
 }
