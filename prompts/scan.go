@@ -16,17 +16,37 @@ type objects struct {
 	unclosed []int
 }
 
+// jsonString follows whether a JSON text is inside a string literal, byte
+// by byte, escapes included.
+type jsonString struct{ in, escape bool }
+
+// step takes the next byte and reports whether it belongs to a string
+// literal (its quotes included).
+func (js *jsonString) step(c byte) bool {
+	switch {
+	case !js.in:
+		js.in = c == '"'
+		return js.in
+	case js.escape:
+		js.escape = false
+	case c == '\\':
+		js.escape = true
+	case c == '"':
+		js.in = false
+	}
+	return true
+}
+
 // scanObjects finds the balanced {...} objects of s in one pass, in linear
 // time. Outside objects everything is prose and ignored (quotes included);
 // inside, JSON strings and their escapes are respected, so braces in
 // strings do not count. Brackets are not matched: decoding checks them.
 func scanObjects(s string) objects {
 	var (
-		res    objects
-		stack  []int    // offsets of the open '{'
-		kids   [][]span // kids[d]: maximal closed spans directly inside stack[d]
-		inStr  bool
-		escape bool
+		res   objects
+		stack []int    // offsets of the open '{'
+		kids  [][]span // kids[d]: maximal closed spans directly inside stack[d]
+		str   jsonString
 	)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -37,20 +57,10 @@ func scanObjects(s string) objects {
 			}
 			continue
 		}
-		if inStr {
-			switch {
-			case escape:
-				escape = false
-			case c == '\\':
-				escape = true
-			case c == '"':
-				inStr = false
-			}
+		if str.step(c) {
 			continue
 		}
 		switch c {
-		case '"':
-			inStr = true
 		case '{':
 			stack = append(stack, i)
 			kids = append(kids, nil)
@@ -80,30 +90,19 @@ func scanObjects(s string) objects {
 // It returns s itself when there is nothing to replace.
 func stripTrailingCommas(s string) string {
 	var (
-		out    []byte
-		inStr  bool
-		escape bool
-		prev   byte // last byte outside strings that is not white space
+		out  []byte
+		str  jsonString
+		prev byte // last byte outside strings that is not white space (a string counts as '"')
 	)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if inStr {
-			switch {
-			case escape:
-				escape = false
-			case c == '\\':
-				escape = true
-			case c == '"':
-				inStr = false
-				prev = '"'
-			}
+		if str.step(c) {
+			prev = '"'
 			continue
 		}
 		switch c {
 		case ' ', '\t', '\n', '\r':
 			continue
-		case '"':
-			inStr = true
 		case ',':
 			if prev != 0 && prev != '{' && prev != '[' && prev != ',' {
 				j := i + 1
