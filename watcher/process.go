@@ -317,11 +317,16 @@ func (t *lineTee) Write(b []byte) (int, error) {
 	if t.w == nil {
 		return len(b), nil
 	}
-	t.buf = append(t.buf, b...)
-	if i := bytes.LastIndexByte(t.buf, '\n'); i >= 0 {
-		_, _ = t.w.Write(t.red.Bytes(t.buf[:i+1]))
-		t.buf = append(t.buf[:0], t.buf[i+1:]...)
+	// Only the new bytes are searched: a line of many megabytes arrives in
+	// many writes, and searching the whole buffer each time is quadratic.
+	i := bytes.LastIndexByte(b, '\n')
+	if i < 0 {
+		t.buf = append(t.buf, b...)
+		return len(b), nil
 	}
+	t.buf = append(t.buf, b[:i+1]...)
+	_, _ = t.w.Write(t.red.Bytes(t.buf))
+	t.buf = append(t.buf[:0], b[i+1:]...)
 	return len(b), nil
 }
 
