@@ -34,4 +34,3 @@ func slicesOf(b []byte, n int) func(func([]byte) bool) {
 		}
 	}
 }
-
