@@ -23,13 +23,19 @@ demo: build agents
 vet:
 	$(GO) vet ./...
 
-# Everything CI runs. The end-to-end tests drive the real claude and gemini
-# binaries from agents/; under CI=true they fail rather than skip without them.
+# Everything CI runs: vet, a short pass of every fuzz target, a quick pass
+# of the benchmarks (so they cannot rot), then every test, last. The
+# end-to-end tests drive the real claude and gemini binaries from agents/;
+# under CI=true they fail rather than skip without them.
 test: agents vet
+	GO=$(GO) ./scripts/fuzz-short.sh
+	SMOKE=1 GO=$(GO) ./scripts/bench-table.sh
 	$(GO) test -race -count=1 -timeout 15m ./...
 
+# One table of spawn's figures, each against its limit measured in the same
+# run (scripts/bench-table.sh); `make test` runs a quick pass of it.
 bench: agents
-	$(GO) test -run '^$$' -bench . -benchtime 5x ./...
+	BENCHTIME=5x GO=$(GO) ./scripts/bench-table.sh
 
 clean:
 	rm -rf bin agents/node_modules

@@ -15,9 +15,10 @@ import (
 // recordKeys is the record's contract: every one of these keys is present.
 var recordKeys = []string{
 	"schema", "id", "task", "mode", "status", "verdict", "exit_code", "repo", "base", "branch",
-	"sandbox_path", "started_at", "finished_at", "duration_ms", "command_lines",
+	"sandbox_path", "isolation", "started_at", "finished_at", "duration_ms", "command_lines",
 	"permissions_requested", "permissions_granted", "review_feedback", "security_findings",
-	"commits", "pr_url", "github_reviews", "resolved_comments", "questions", "usage", "error", "notes",
+	"commits", "pr_url", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages",
+	"messages", "resumes", "github_statuses", "usage", "error", "notes",
 }
 
 func TestNewRecordHasEveryKeyAndEmptyLists(t *testing.T) {
@@ -31,16 +32,16 @@ func TestNewRecordHasEveryKeyAndEmptyLists(t *testing.T) {
 		require.Contains(t, m, k)
 	}
 	for _, k := range []string{"command_lines", "permissions_requested", "permissions_granted", "review_feedback",
-		"security_findings", "commits", "github_reviews", "resolved_comments", "questions", "notes"} {
+		"security_findings", "commits", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages", "messages", "resumes", "github_statuses", "notes"} {
 		assert.Equal(t, "[]", string(m[k]), k)
 	}
-	for _, k := range []string{"pr_url", "error", "finished_at"} {
+	for _, k := range []string{"pr_url", "error", "finished_at", "isolation"} {
 		assert.Equal(t, "null", string(m[k]), k)
 	}
 	assert.JSONEq(t, `"spawn.record/v1"`, string(m["schema"]))
 	assert.JSONEq(t, `"running"`, string(m["status"]))
 	assert.JSONEq(t, `"none"`, string(m["verdict"]))
-	assert.JSONEq(t, `{"cost_usd":0,"input_tokens":0,"output_tokens":0,"turns":0}`, string(m["usage"]))
+	assert.JSONEq(t, `{"cost_usd":0,"input_tokens":0,"output_tokens":0,"turns":0,"by_agent":[]}`, string(m["usage"]))
 }
 
 func TestFinishStampsDuration(t *testing.T) {

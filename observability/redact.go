@@ -1,6 +1,7 @@
 package observability
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -16,6 +17,11 @@ const minSecretLen = 8
 // Redactor replaces secret values in text. The zero value redacts nothing.
 type Redactor struct {
 	replacer *strings.Replacer
+	// secrets are the strings replacer replaces, every JSON form included.
+	// Text that contains none of them has nothing to redact: it is returned
+	// as it is, without the replacer's pass and copy.
+	secrets    []string
+	secretsRaw [][]byte // secrets as bytes, for Bytes
 }
 
 // IsSecretName reports whether an environment variable holds a secret by
@@ -31,8 +37,12 @@ func IsSecretName(name string) bool {
 }
 
 // NewRedactor returns a Redactor for the secret values of env (KEY=VALUE
-// pairs). Each value is also matched in its JSON-escaped form, so a secret
-// holding quotes or backslashes is caught inside a JSON document too.
+// pairs) whose name IsSecretName and whose value is at least 8 bytes long.
+// Each value is also matched in the forms a JSON encoder gives it inside a
+// string, so a secret holding quotes, backslashes, control characters or
+// <, > and & is caught inside a JSON document too: Go's (which escapes <, >
+// and & as \u003c...) and the agent CLIs' JavaScript one (which escapes
+// neither those nor U+2028 and U+2029).
 func NewRedactor(env []string) *Redactor {
 	var secrets []string
 	for _, kv := range env {
@@ -41,37 +51,86 @@ func NewRedactor(env []string) *Redactor {
 			continue
 		}
 		secrets = append(secrets, value)
-		if b, err := json.Marshal(value); err == nil {
-			if esc := string(b[1 : len(b)-1]); esc != value {
-				secrets = append(secrets, esc)
-			}
-		}
+		secrets = append(secrets, jsonForms(value)...)
 	}
 	if len(secrets) == 0 {
 		return &Redactor{}
 	}
-	// Longest first, so a secret that contains another is replaced whole.
-	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	// Longest first, so a secret that contains another is replaced whole;
+	// equal strings end up side by side for Compact.
+	slices.SortFunc(secrets, func(a, b string) int {
+		if len(a) != len(b) {
+			return len(b) - len(a)
+		}
+		return strings.Compare(a, b)
+	})
 	secrets = slices.Compact(secrets)
 	pairs := make([]string, 0, 2*len(secrets))
 	for _, s := range secrets {
 		pairs = append(pairs, s, Redacted)
 	}
-	return &Redactor{replacer: strings.NewReplacer(pairs...)}
+	raw := make([][]byte, len(secrets))
+	for i, s := range secrets {
+		raw[i] = []byte(s)
+	}
+	return &Redactor{replacer: strings.NewReplacer(pairs...), secrets: secrets, secretsRaw: raw}
 }
 
-// String returns s with every secret value replaced by [REDACTED].
+// String returns s with every secret value replaced by [REDACTED]. Matches
+// are taken from left to right without overlapping, the longest at a
+// place first, so no secret is left whole in the text copied from s; where
+// two different secrets overlap, the part of the later one past the
+// earlier one's end is kept. Callers that redact a stream piece by piece
+// must cut it where no secret spans the cut (a secret holding a line
+// break is missed by line-by-line redaction).
 func (r *Redactor) String(s string) string {
 	if r == nil || r.replacer == nil {
 		return s
 	}
-	return r.replacer.Replace(s)
+	for _, secret := range r.secrets {
+		if strings.Contains(s, secret) {
+			return r.replacer.Replace(s)
+		}
+	}
+	return s
 }
 
-// Bytes is String for a byte slice.
+// Bytes is String for a byte slice. When b holds no secret, the result is b
+// itself, not a copy.
 func (r *Redactor) Bytes(b []byte) []byte {
 	if r == nil || r.replacer == nil {
 		return b
 	}
-	return []byte(r.replacer.Replace(string(b)))
+	for _, secret := range r.secretsRaw {
+		if bytes.Contains(b, secret) {
+			return []byte(r.replacer.Replace(string(b)))
+		}
+	}
+	return b
+}
+
+// jsonForms returns the ways value can appear inside a JSON string that
+// differ from value itself: encoded by Go with and without HTML escaping,
+// and as JavaScript's JSON.stringify writes it (no HTML escaping, U+2028
+// and U+2029 left as they are).
+func jsonForms(value string) []string {
+	var forms []string
+	add := func(f string) {
+		if f != value && !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	if b, err := json.Marshal(value); err == nil {
+		add(string(b[1 : len(b)-1]))
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(value); err == nil {
+		plain := strings.TrimSuffix(buf.String(), "\n")
+		plain = plain[1 : len(plain)-1]
+		add(plain)
+		add(strings.NewReplacer(`\u2028`, "\u2028", `\u2029`, "\u2029").Replace(plain))
+	}
+	return forms
 }

@@ -2,6 +2,7 @@ package observability
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ func Encode(rec *Record, red *Redactor) ([]byte, error) {
 
 // WriteFile writes the record to path atomically: a temporary file in the
 // same directory, synced, then renamed over path. A reader never sees a
-// half-written record.
+// half-written record. The error is the file system's (it names the file).
 func WriteFile(path string, rec *Record, red *Redactor) (err error) {
 	b, err := Encode(rec, red)
 	if err != nil {
@@ -26,26 +27,23 @@ func WriteFile(path string, rec *Record, red *Redactor) (err error) {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".record-*.json")
 	if err != nil {
-		return fmt.Errorf("write record: %w", err)
+		return err
 	}
 	defer func() {
 		if err != nil {
-			_ = os.Remove(tmp.Name())
+			if rerr := os.Remove(tmp.Name()); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = errors.Join(err, rerr)
+			}
 		}
 	}()
 	if _, err = tmp.Write(b); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write record: %w", err)
+		return errors.Join(err, tmp.Close())
 	}
 	if err = tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write record: %w", err)
+		return errors.Join(err, tmp.Close())
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write record: %w", err)
+		return err
 	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write record: %w", err)
-	}
-	return nil
+	return os.Rename(tmp.Name(), path)
 }

@@ -3,6 +3,7 @@ package prompts
 import (
 	"testing"
 
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,12 +44,13 @@ func TestParseDomain(t *testing.T) {
 	}
 }
 
-func TestSeverities(t *testing.T) {
-	assert.Equal(t, []string{"critical", "high", "medium", "low", "info"}, Severities())
-	prev := 6
-	for _, s := range Severities() {
-		assert.Less(t, severityRank(s), prev, s)
-		prev = severityRank(s)
+func TestSeverityNames(t *testing.T) {
+	assert.Equal(t, "critical, high, medium, low, info", severityNames(", "))
+	for _, s := range observability.Severities() {
+		sev, ok := severityOf(string(s))
+		assert.True(t, ok, s)
+		assert.Equal(t, s, sev)
 	}
-	assert.Zero(t, severityRank("urgent"))
+	_, ok := severityOf("urgent")
+	assert.False(t, ok)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
 // MaxAnswerSize is the largest reviewer answer ParseReview accepts, in
@@ -35,15 +37,24 @@ func parseErrorf(format string, args ...any) *ParseError {
 // an error has no verdict: it must never count as an approval.
 //
 // Where the object is found: the answer may be the JSON object bare, inside
-// a ```json (or plain ```) fence, or with prose before and after it. If the
-// answer holds several objects, the last object in a ```json fence that
-// decodes and has a "verdict" key wins; without one, the last balanced
-// top-level {...} object anywhere in the answer that decodes and has a
-// "verdict" key. An answer that ends inside an unclosed object mentioning
-// "verdict" after the chosen one is an error (it looks cut off). The only
-// leniency is that trailing commas before } or ] are ignored; comments,
-// single quotes and other JSON5 forms are errors. The key must be spelt
-// "verdict" literally (not with \u escapes).
+// a ```json (or plain ```) fence, or with prose before and after it. The
+// contract object is a top-level balanced {...} object (one not inside
+// another object) that decodes and has a "verdict" key; objects are looked
+// for inside each ```json fence and, separately, in the text around the
+// fences, so that a stray brace in prose does not hide a fenced answer.
+// The answer must hold exactly one contract object: two or more (say, the
+// reviewer's own and one echoed from the diff, fenced or bare, in either
+// order) are an error, never a choice between them. So is a "verdict" key
+// (the literal "verdict" followed by a colon) anywhere outside the contract
+// object, such as in a second object that does not decode: it is most
+// likely a second answer. A JSON example inside a string of the object (a
+// finding's detail) is part of that string, not a second object. An answer
+// that ends inside an unclosed object mentioning "verdict" after the
+// contract object (or anywhere, when there is none) is an error (it looks
+// cut off). The only leniency is that trailing commas before } or ] are
+// ignored; comments, single quotes and other JSON5 forms are errors, and
+// so is a key given twice in one object. The key must be spelt "verdict"
+// literally (not with \u escapes).
 //
 // What is checked: "verdict" is approve or request_changes; "summary" is a
 // non-empty string; "findings" is an array (missing or null is an error, []
@@ -71,55 +82,53 @@ func ParseReview(text string) (ReviewResult, error) {
 	return decodeReview(obj)
 }
 
-// selectObject finds the object the answer is, as ParseReview describes.
+// selectObject finds the one contract object of the answer, as ParseReview
+// describes.
 func selectObject(text string) (map[string]json.RawMessage, error) {
-	whole := scanObjects(text)
-	var chosen map[string]json.RawMessage
-	chosenEnd := -1
-
-	fences := jsonFences(text)
-	for i := len(fences) - 1; i >= 0 && chosen == nil; i-- {
-		f := fences[i]
-		sc := scanObjects(text[f.start:f.end])
-		for j := len(sc.objects) - 1; j >= 0; j-- {
-			o := sc.objects[j]
-			obj := text[f.start+o.start : f.start+o.end]
+	var (
+		found    []span // contract objects, in order
+		chosen   map[string]json.RawMessage
+		badErr   error // the first object mentioning "verdict" that does not decode
+		unclosed []int // offsets of never-closed '{', in order
+	)
+	for _, region := range regions(text) {
+		sc := scanObjects(text[region.start:region.end])
+		for _, o := range sc.objects {
+			o := span{region.start + o.start, region.start + o.end}
+			obj := text[o.start:o.end]
 			if !strings.Contains(obj, `"verdict"`) {
-				continue
+				continue // cannot have the key; spares decoding prose and findings
 			}
 			m, err := decodeObject(obj)
-			if err == nil && m["verdict"] != nil {
-				chosen, chosenEnd = m, f.start+o.end
-				break
+			if err != nil {
+				if badErr == nil {
+					badErr = syntaxError(text, o.start, err)
+				}
+				continue
+			}
+			if m["verdict"] != nil {
+				found = append(found, o)
+				chosen = m
 			}
 		}
-	}
-
-	var badErr error
-	for j := len(whole.objects) - 1; j >= 0 && chosen == nil; j-- {
-		o := whole.objects[j]
-		obj := text[o.start:o.end]
-		if !strings.Contains(obj, `"verdict"`) {
-			continue // cannot have the key; spares decoding prose and findings
-		}
-		m, err := decodeObject(obj)
-		if err != nil {
-			if badErr == nil {
-				badErr = syntaxError(text, o.start, err)
-			}
-			continue
-		}
-		if m["verdict"] != nil {
-			chosen, chosenEnd = m, o.end
+		for _, u := range sc.unclosed {
+			unclosed = append(unclosed, region.start+u)
 		}
 	}
+	if len(found) > 1 {
+		return nil, tooManyObjects(text, found[0].start, found[1].start)
+	}
 
-	// An object left open after the chosen one (or anywhere, when none was
-	// chosen) that mentions "verdict" is most likely the real answer, cut off.
-	// Offsets in unclosed increase, so the first one after chosenEnd covers
-	// all the text the others do.
-	for _, u := range whole.unclosed {
-		if u < chosenEnd {
+	// An object left open after the contract object (or anywhere, when
+	// there is none) that mentions "verdict" is most likely the real
+	// answer, cut off. Offsets in unclosed increase, so the first one after
+	// the object covers all the text the others do.
+	end := -1
+	if len(found) == 1 {
+		end = found[0].end
+	}
+	for _, u := range unclosed {
+		if u < end {
 			continue
 		}
 		if strings.Contains(text[u:], `"verdict"`) {
@@ -127,13 +136,119 @@ func selectObject(text string) (map[string]json.RawMessage, error) {
 		}
 		break
 	}
-	if chosen != nil {
-		return chosen, nil
+	if len(found) == 0 {
+		if badErr != nil {
+			return nil, badErr
+		}
+		return nil, parseErrorf(`no JSON object with a "verdict" key found`)
 	}
-	if badErr != nil {
-		return nil, badErr
+
+	// A "verdict" key outside the object belongs to another answer that the
+	// scan could not see as one (it does not decode, or prose around it
+	// confused the scan): still two answers.
+	o := found[0]
+	if i := verdictKey(text[:o.start]); i >= 0 {
+		return nil, tooManyObjects(text, i, o.start)
 	}
-	return nil, parseErrorf(`no JSON object with a "verdict" key found`)
+	if i := verdictKey(text[o.end:]); i >= 0 {
+		return nil, tooManyObjects(text, o.start, o.end+i)
+	}
+	if err := checkDuplicateKeys(text, o); err != nil {
+		return nil, err
+	}
+	return chosen, nil
+}
+
+// tooManyObjects is the error for an answer with a second contract object;
+// a and b are the offsets of two of them, in order.
+func tooManyObjects(text string, a, b int) *ParseError {
+	return parseErrorf(`the answer holds more than one JSON object with a "verdict" key (lines %d and %d); it must hold exactly one`, lineOf(text, a), lineOf(text, b))
+}
+
+// verdictKey returns the offset in s of the first "verdict" followed, after
+// optional JSON white space, by a colon: a "verdict" key, or -1. Inside a
+// JSON string the quotes would be escaped, so a key found here is not
+// part of a string of a valid object.
+func verdictKey(s string) int {
+	const key = `"verdict"`
+	for off := 0; ; {
+		i := strings.Index(s[off:], key)
+		if i < 0 {
+			return -1
+		}
+		j := off + i + len(key)
+		for j < len(s) && isJSONSpace(s[j]) {
+			j++
+		}
+		if j < len(s) && s[j] == ':' {
+			return off + i
+		}
+		off += i + len(key)
+	}
+}
+
+// checkDuplicateKeys reports a key given twice in one object of the span o
+// of text, which decodes: encoding/json would silently keep the last one
+// (a second "verdict" or "findings" inside the one object). It also
+// reports a top-level "verdict" key spelt with escapes, which the checks
+// for a second answer, looking for the literal key, would not see.
+func checkDuplicateKeys(text string, o span) error {
+	dec := json.NewDecoder(strings.NewReader(stripTrailingCommas(text[o.start:o.end])))
+	var walk func(depth int) error
+	walk = func(depth int) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				// The offset is where the previous value ended: the key
+				// starts after the comma and white space.
+				at := o.start + int(dec.InputOffset())
+				for at < o.end && (text[at] == ',' || isJSONSpace(text[at])) {
+					at++
+				}
+				keyTok, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := keyTok.(string)
+				if seen[key] {
+					return parseErrorf("the key %q appears twice in one object on line %d", truncate(key), lineOf(text, at))
+				}
+				if depth == 0 && key == "verdict" && !strings.HasPrefix(text[at:], `"verdict"`) {
+					return parseErrorf(`the "verdict" key on line %d is written with escapes; write it plainly`, lineOf(text, at))
+				}
+				seen[key] = true
+				if err := walk(depth + 1); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token() // '}'
+			return err
+		case json.Delim('['):
+			for dec.More() {
+				if err := walk(depth + 1); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token() // ']'
+			return err
+		}
+		return nil
+	}
+	if err := walk(0); err != nil {
+		var pe *ParseError
+		if errors.As(err, &pe) {
+			return pe
+		}
+		// The span decoded once already; a failure here is a bug, and
+		// still no verdict.
+		return parseErrorf("invalid JSON in the object on line %d: %s", lineOf(text, o.start), err.Error())
+	}
+	return nil
 }
 
 // decodeObject decodes s, a balanced {...} span, ignoring trailing commas.
@@ -171,10 +286,10 @@ func decodeReview(m map[string]json.RawMessage) (ReviewResult, error) {
 		return ReviewResult{}, err
 	}
 	switch v := strings.ToLower(verdict); v {
-	case VerdictApprove, VerdictRequestChanges:
-		r.Verdict = v
+	case string(observability.ReviewApprove), string(observability.ReviewRequestChanges):
+		r.Verdict = observability.ReviewVerdict(v)
 	default:
-		return ReviewResult{}, parseErrorf("verdict %q is not one of %s, %s", truncate(verdict), VerdictApprove, VerdictRequestChanges)
+		return ReviewResult{}, parseErrorf("verdict %q is not one of %s, %s", truncate(verdict), observability.ReviewApprove, observability.ReviewRequestChanges)
 	}
 	if r.Summary, err = requiredString(m, "summary", ""); err != nil {
 		return ReviewResult{}, err
@@ -199,7 +314,7 @@ func decodeReview(m map[string]json.RawMessage) (ReviewResult, error) {
 			return ReviewResult{}, err
 		}
 		if j, dup := index[f.ID]; dup {
-			if severityRank(f.Severity) > severityRank(r.Findings[j].Severity) {
+			if f.Severity.Rank() > r.Findings[j].Severity.Rank() {
 				r.Findings[j].Severity = f.Severity
 			}
 			continue
@@ -228,10 +343,11 @@ func decodeFinding(raw json.RawMessage, prefix string) (Finding, error) {
 	if err != nil {
 		return Finding{}, err
 	}
-	f.Severity = strings.ToLower(severity)
-	if severityRank(f.Severity) == 0 {
-		return Finding{}, parseErrorf("%sseverity %q is not one of %s", prefix, truncate(severity), strings.Join(Severities(), ", "))
+	sev, ok := severityOf(strings.ToLower(severity))
+	if !ok {
+		return Finding{}, parseErrorf("%sseverity %q is not one of %s", prefix, truncate(severity), severityNames(", "))
 	}
+	f.Severity = sev
 	domain, err := requiredString(m, "domain", prefix)
 	if err != nil {
 		return Finding{}, err

@@ -17,7 +17,9 @@ var templateFS embed.FS
 type ReviewInput struct {
 	// Task is the task the coder was given. Required.
 	Task string
-	// Diff is the diff under review (unified, git diff output). Required.
+	// Diff is the diff under review (unified, git diff output). Empty means
+	// the coder changed nothing (since the last review, with Delta): the
+	// reviewer is asked to judge the repository as it is.
 	Diff string
 	// Delta says Diff is only what changed since the reviewer's last
 	// review; it needs Round >= 2.
@@ -31,6 +33,16 @@ type ReviewInput struct {
 	Domains []Domain
 	// Round is the 1-based review round.
 	Round int
+	// CoderSaid is the coder's final message of its last turn; "" leaves it
+	// out.
+	CoderSaid string
+	// Replies are the coder's replies to the open findings (see
+	// ParseCoderReplies): each is shown under its finding. Replies to
+	// findings not in OpenFindings are left out.
+	Replies []CoderReply
+	// CoderTests is the last test command the coder ran in its last turn and
+	// the end of its output; "" leaves it out.
+	CoderTests string
 }
 
 // FixInput is what the Fix prompt needs.
@@ -47,16 +59,14 @@ type FixInput struct {
 // role, the domains to cover with their Focus text, the round (round 1:
 // review the whole change; Delta: only what changed since the last review,
 // with the open findings to resolve or repeat), and the output contract
-// that ParseReview checks. The task, the diff and the open findings are
-// placed in UNTRUSTED DATA blocks (see Fix). An empty task or diff, no
-// domain, an unknown domain, a round below 1, or Delta in round 1 is an
-// error.
+// that ParseReview checks. The task, the diff, the coder's message and the
+// open findings are placed in UNTRUSTED DATA blocks (see Fix). An empty
+// task, no domain, an unknown domain, a round below 1, or Delta in round 1
+// is an error. An empty diff is not: the reviewer is told the coder changed
+// nothing and asked to judge the repository in its working directory.
 func Review(in ReviewInput) (string, error) {
 	if strings.TrimSpace(in.Task) == "" {
 		return "", errors.New("prompts: review: empty task")
-	}
-	if strings.TrimSpace(in.Diff) == "" {
-		return "", errors.New("prompts: review: empty diff")
 	}
 	if in.Round < 1 {
 		return "", fmt.Errorf("prompts: review: round %d, want 1 or more", in.Round)
@@ -69,6 +79,7 @@ func Review(in ReviewInput) (string, error) {
 	}
 	v := reviewView{
 		Task:     untrusted(in.Task),
+		NoChange: strings.TrimSpace(in.Diff) == "",
 		Diff:     untrusted(in.Diff),
 		Delta:    in.Delta,
 		Round:    in.Round,
@@ -84,17 +95,67 @@ func Review(in ReviewInput) (string, error) {
 			v.Domains = append(v.Domains, domainView{Name: string(d), Focus: d.Focus()})
 		}
 	}
-	for _, f := range in.OpenFindings {
-		v.Open = append(v.Open, newFindingView(f))
+	if strings.TrimSpace(in.CoderSaid) != "" {
+		v.CoderSaid = untrusted(in.CoderSaid)
 	}
+	if strings.TrimSpace(in.CoderTests) != "" {
+		v.CoderTests = untrusted(in.CoderTests)
+	}
+	v.Open, v.Replied = openViews(in.OpenFindings, in.Replies)
 	return render("review", v)
+}
+
+// ReReview renders the short prompt for a reviewer's resumed session in
+// round in.Round >= 2: the open findings with the coder's replies, the
+// coder's message and test run, and the diff since the last review (in.Diff; empty says
+// the coder changed nothing), under the same UNTRUSTED DATA rules as Review.
+// It does not repeat the instructions, the domains, the task or the output
+// contract: the session already holds them from its first prompt (Review),
+// and it asks for an answer "under the same contract as before". in.Delta,
+// in.Task and in.Domains are not used. A round below 2 is an error.
+func ReReview(in ReviewInput) (string, error) {
+	if in.Round < 2 {
+		return "", fmt.Errorf("prompts: re-review: round %d, want 2 or more", in.Round)
+	}
+	v := reviewView{NoChange: strings.TrimSpace(in.Diff) == "", Diff: untrusted(in.Diff), Delta: true, Round: in.Round}
+	if strings.TrimSpace(in.CoderSaid) != "" {
+		v.CoderSaid = untrusted(in.CoderSaid)
+	}
+	if strings.TrimSpace(in.CoderTests) != "" {
+		v.CoderTests = untrusted(in.CoderTests)
+	}
+	v.Open, v.Replied = openViews(in.OpenFindings, in.Replies)
+	return render("rereview", v)
+}
+
+// openViews makes the open findings safe to print, each with the coder's
+// reply to it when there is one; replied says some finding has one.
+func openViews(open []Finding, rs []CoderReply) (views []findingView, replied bool) {
+	replies := make(map[string]CoderReply, len(rs))
+	for _, r := range rs {
+		replies[strings.ToLower(r.FindingID)] = r
+	}
+	for _, f := range open {
+		fv := newFindingView(f)
+		if r, ok := replies[strings.ToLower(fv.ID)]; ok {
+			fv.Reply = oneLine(neutralise(string(r.Action)))
+			if reason := oneLine(neutralise(r.Reason)); reason != "" {
+				fv.Reply += ": " + reason
+			}
+			replied = true
+		}
+		views = append(views, fv)
+	}
+	return views, replied
 }
 
 // Fix renders the prompt that asks the coder to fix findings in its working
 // tree: the task, and each finding with its id (FindingID's when ID is
 // empty), severity, domain, file, line, title, detail and suggestion; the coder is to edit the files (not
 // only describe a fix), keep the change minimal, run the tests if it can,
-// and explain in its final message why it left any finding unfixed.
+// and end its final message with one reply line per finding,
+// "<id>: fixed - <what it changed>" or "<id>: declined - <why not>" (the
+// contract ParseCoderReplies reads; the reviewer is shown the replies).
 //
 // In every prompt of this package, text that comes from users, the
 // repository or a model (task, diff, findings) is placed between a line
@@ -143,6 +204,10 @@ func Repair(parseErr error) (string, error) {
 
 type reviewView struct {
 	Task, Diff string
+	NoChange   bool
+	CoderSaid  string
+	CoderTests string
+	Replied    bool // some open finding has the coder's reply
 	Delta      bool
 	Round      int
 	Domains    []domainView
@@ -167,7 +232,7 @@ type contractView struct{ Severities, Domains string }
 
 func newContractView() contractView {
 	return contractView{
-		Severities: strings.Join(Severities(), " | "),
+		Severities: severityNames(" | "),
 		Domains:    joinDomains(" | "),
 	}
 }
@@ -180,6 +245,8 @@ type findingView struct {
 	// Where is "file:line", "file", or "" for a finding without a file.
 	Where              string
 	Detail, Suggestion string
+	// Reply is the coder's reply to the finding ("declined: reason"), or "".
+	Reply string
 }
 
 // newFindingView makes f safe to print; a finding without an ID gets
@@ -190,7 +257,7 @@ func newFindingView(f Finding) findingView {
 	}
 	v := findingView{
 		ID:         oneLine(neutralise(f.ID)),
-		Severity:   oneLine(neutralise(f.Severity)),
+		Severity:   oneLine(neutralise(string(f.Severity))),
 		Domain:     oneLine(neutralise(f.Domain)),
 		File:       oneLine(neutralise(f.File)),
 		Title:      oneLine(neutralise(f.Title)),

@@ -6,76 +6,51 @@ import (
 	"path"
 	"strings"
 	"unicode"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
-// Severities of a finding, from the most to the least serious. ParseReview
-// accepts no others.
-const (
-	SeverityCritical = "critical"
-	SeverityHigh     = "high"
-	SeverityMedium   = "medium"
-	SeverityLow      = "low"
-	SeverityInfo     = "info"
-)
-
-// Verdicts of a review. ParseReview accepts no others; an answer that cannot
-// be parsed has no verdict and is never an approval.
-const (
-	VerdictApprove        = "approve"
-	VerdictRequestChanges = "request_changes"
-)
-
-// Severities returns the five severities from the most to the least serious:
-// critical, high, medium, low, info. The slice is new on every call.
-func Severities() []string {
-	return []string{SeverityCritical, SeverityHigh, SeverityMedium, SeverityLow, SeverityInfo}
+// severityOf is the severity named s (lower case), and whether it is one.
+func severityOf(s string) (observability.Severity, bool) {
+	sev := observability.Severity(s)
+	return sev, sev.Rank() > 0
 }
 
-// severityRank orders severities: critical is 5, info is 1, anything else 0.
-func severityRank(s string) int {
-	switch s {
-	case SeverityCritical:
-		return 5
-	case SeverityHigh:
-		return 4
-	case SeverityMedium:
-		return 3
-	case SeverityLow:
-		return 2
-	case SeverityInfo:
-		return 1
+func severityNames(sep string) string {
+	var names []string
+	for _, s := range observability.Severities() {
+		names = append(names, string(s))
 	}
-	return 0
+	return strings.Join(names, sep)
 }
 
 // Finding is one issue a reviewer reports. In a Finding returned by
-// ParseReview, Severity is one of the Severity constants, Domain one of the
+// ParseReview, Severity is one of observability.Severities(), Domain one of the
 // five domains (lower case), Title and Detail are non-empty, File is
 // trimmed with any leading "./" removed, Line is 0 (no line) or a 1-based
 // line that comes with a File, and ID is FindingID(Domain, File, Title).
 type Finding struct {
-	ID         string `json:"id"` // stable: FindingID(domain, file, title); set by ParseReview
-	Severity   string `json:"severity"`
-	Domain     string `json:"domain"`
-	File       string `json:"file,omitempty"`
-	Line       int    `json:"line,omitempty"`
-	Title      string `json:"title"`
-	Detail     string `json:"detail"`
-	Suggestion string `json:"suggestion"`
+	ID         string                 `json:"id"` // stable: FindingID(domain, file, title); set by ParseReview
+	Severity   observability.Severity `json:"severity"`
+	Domain     string                 `json:"domain"`
+	File       string                 `json:"file,omitempty"`
+	Line       int                    `json:"line,omitempty"`
+	Title      string                 `json:"title"`
+	Detail     string                 `json:"detail"`
+	Suggestion string                 `json:"suggestion"`
 }
 
 // ReviewResult is a parsed reviewer answer, as ParseReview returns it:
-// Verdict is VerdictApprove or VerdictRequestChanges, Summary is non-empty,
+// Verdict is observability.ReviewApprove or ReviewRequestChanges, Summary is non-empty,
 // Findings and Resolved are non-nil (possibly empty) and Findings holds no
 // two findings with the same ID.
 //
-// (The brief named this type Review; Go does not allow a type and a function
-// of the same name in one package, and the function Review builds the
-// review prompt, as Fix and Repair build theirs.)
+// (It is not named Review: the function Review builds the review prompt, as
+// Fix and Repair build theirs.)
 type ReviewResult struct {
-	Verdict  string    `json:"verdict"`
-	Summary  string    `json:"summary"`
-	Findings []Finding `json:"findings"`
+	Verdict  observability.ReviewVerdict `json:"verdict"`
+	Summary  string                      `json:"summary"`
+	Findings []Finding                   `json:"findings"`
 	// Resolved lists ids of earlier open findings the reviewer says this
 	// change resolves (round 2 on), trimmed and in lower case, without
 	// duplicates.

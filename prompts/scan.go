@@ -166,3 +166,22 @@ func jsonFences(text string) []span {
 	}
 	return out
 }
+
+// regions splits text into the parts ParseReview scans for objects one by
+// one: the contents of each ```json fence, and the text between them (fence
+// lines included), in order. Together they cover text; none overlap.
+func regions(text string) []span {
+	var out []span
+	prev := 0
+	for _, f := range jsonFences(text) {
+		if f.start > prev {
+			out = append(out, span{prev, f.start})
+		}
+		out = append(out, f)
+		prev = f.end
+	}
+	if prev < len(text) {
+		out = append(out, span{prev, len(text)})
+	}
+	return out
+}

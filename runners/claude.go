@@ -9,33 +9,23 @@ import (
 	"strings"
 )
 
-// claudePermissionModeOK reports whether spawn may pass mode to
-// --permission-mode. bypassPermissions (like --dangerously-skip-permissions)
-// is deliberately refused: spawn never lets the coder skip permission checks.
-func claudePermissionModeOK(mode string) bool {
-	switch mode {
-	case "acceptEdits", "auto", "default", "dontAsk", "plan":
-		return true
-	}
-	return false
-}
-
 // Claude builds command lines for the real claude CLI and parses its stream-json output.
 type Claude struct {
 	Bin                string   // "claude" or a path; "" means "claude"
 	Model              string   // --model when not empty
-	PermissionMode     string   // --permission-mode; "" means "acceptEdits"
+	PermissionMode     string   // --permission-mode, one of PermissionModes; "" means "acceptEdits"
 	AllowedTools       []string // --allowedTools
 	DisallowedTools    []string // --disallowedTools
 	AppendSystemPrompt string   // --append-system-prompt when not empty
 	MaxRetries         int      // CLAUDE_CODE_MAX_RETRIES when >= 0 (bounds the CLI's own API retries; 0: none); negative keeps the CLI's default
+	Settings           string   // --settings when not empty: a settings file for this invocation only (spawn's hooks, see ClaudeHookSettings)
 }
 
 // Command returns the claude process for one turn:
 //
 //	claude -p --output-format stream-json --verbose --permission-mode MODE
 //	       [--allowedTools R1,R2] [--disallowedTools R3] [--model M]
-//	       [--append-system-prompt S] [--resume ID] [--max-turns N]
+//	       [--append-system-prompt S] [--settings FILE] [--resume ID] [--max-turns N]
 //
 // The prompt goes on stdin, never in argv: it may be larger than one argument
 // can be, and the variadic tool flags would swallow a positional prompt.
@@ -44,8 +34,8 @@ type Claude struct {
 // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (no telemetry or other calls to
 // api.anthropic.com), and CLAUDE_CODE_MAX_RETRIES when MaxRetries >= 0.
 //
-// Command fails for an empty prompt, a malformed tool rule, and a permission
-// mode other than acceptEdits, auto, default, dontAsk or plan; in particular
+// Command fails for an empty prompt, a tool rule ValidateClaudeRule rejects,
+// and a permission mode not in PermissionModes; in particular
 // bypassPermissions is refused.
 func (c *Claude) Command(t Turn) (Command, error) {
 	if t.Prompt == "" {
@@ -55,8 +45,15 @@ func (c *Claude) Command(t Turn) (Command, error) {
 	if mode == "" {
 		mode = "acceptEdits"
 	}
-	if !claudePermissionModeOK(mode) {
-		return Command{}, fmt.Errorf("runners: claude: permission mode %q not allowed (want acceptEdits, auto, default, dontAsk or plan)", mode)
+	if !PermissionModeOK(mode) {
+		return Command{}, fmt.Errorf("runners: claude: permission mode %q not allowed (want one of %s)", mode, strings.Join(permissionModes, ", "))
+	}
+	for _, list := range [][]string{c.AllowedTools, c.DisallowedTools, t.Allow} {
+		for _, r := range list {
+			if err := ValidateClaudeRule(r); err != nil {
+				return Command{}, fmt.Errorf("runners: claude: %w", err)
+			}
+		}
 	}
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode}
 	allowed, err := joinRules("--allowedTools", c.AllowedTools, t.Allow)
@@ -78,6 +75,9 @@ func (c *Claude) Command(t Turn) (Command, error) {
 	}
 	if c.AppendSystemPrompt != "" {
 		args = append(args, "--append-system-prompt", c.AppendSystemPrompt)
+	}
+	if c.Settings != "" {
+		args = append(args, "--settings", c.Settings)
 	}
 	if t.Resume != "" {
 		args = append(args, "--resume", t.Resume)
@@ -132,11 +132,14 @@ type claudeLine struct {
 }
 
 // claudeMessage is the API message carried by an assistant or user line.
+// Its content blocks are decoded with the line, in the same pass: a content
+// that is a plain string (a replayed user prompt) is a type mismatch that
+// leaves Content empty, and decode still counts the line as decoded.
 type claudeMessage struct {
-	ID      string          `json:"id"`
-	Model   string          `json:"model"`
-	Content json.RawMessage `json:"content"`
-	Usage   *claudeUsage    `json:"usage"`
+	ID      string        `json:"id"`
+	Model   string        `json:"model"`
+	Content []claudeBlock `json:"content"`
+	Usage   *claudeUsage  `json:"usage"`
 }
 
 // claudeUsage is the token count of a result line.
@@ -163,10 +166,11 @@ type claudeBlock struct {
 	ID    string          `json:"id"`
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`
-	// tool_result
-	ToolUseID string          `json:"tool_use_id"`
-	IsError   bool            `json:"is_error"`
-	Content   json.RawMessage `json:"content"`
+	// tool_result: a string, or an array of blocks (decoded as []any and
+	// map[string]any, in the line's one pass; see claudeToolResultText)
+	ToolUseID string `json:"tool_use_id"`
+	IsError   bool   `json:"is_error"`
+	Content   any    `json:"content"`
 }
 
 // Parse reads claude's stream-json output (-p --output-format stream-json
@@ -175,12 +179,43 @@ type claudeBlock struct {
 // tool_use block of an assistant line KindText and KindToolUse (thinking
 // blocks are skipped), each tool_result block of a user line KindToolResult,
 // and the result line KindResult. Non-JSON lines and unknown event types are
-// skipped. Lines may be of any length, and a last line without a newline is
-// read. Parse returns r's error, if any, wrapped; reaching EOF is not an
+// skipped. A result with a null api_error_status that reports an API error
+// gets its APIErrorStatus from the error text ("API Error: Repeated 529
+// Overloaded errors" is 529) or else from the last api_retry line.
+// The first result line ends the events: what follows it is read
+// to EOF but not reported, so there is at most one KindResult and it is the
+// last event. Lines may be of any length, and a last line without a newline
+// is read. Parse returns r's error, if any, wrapped; reaching EOF is not an
 // error, and a stream without a result line is not one either: the caller
 // must treat a missing KindResult as a crash or an interruption.
+//
+// User and assistant lines (tool calls and their results: most of the
+// bytes) are read by a fast path (see claudeFastLine) that gives the same
+// events as encoding/json.
 func (c *Claude) Parse(r io.Reader, emit func(Event)) error {
+	return c.parse(r, emit, true)
+}
+
+// parse is Parse; fast false reads every line with encoding/json (the
+// reference the fast path is tested against).
+func (c *Claude) parse(r io.Reader, emit func(Event), fast bool) error {
+	retryStatus := 0   // error_status of the last api_retry line
+	done := false      // the result line was seen
+	var events []Event // the fast path's, reused
 	return readJSONLines(r, func(b []byte) {
+		if done {
+			return
+		}
+		if fast {
+			var handled bool
+			if events, handled = claudeFastLine(b, events); handled {
+				for _, e := range events {
+					emit(e)
+				}
+				clear(events) // keep no large text past its line
+				return
+			}
+		}
 		var l claudeLine
 		if !decode(b, &l) {
 			return
@@ -202,6 +237,7 @@ func (c *Claude) Parse(r io.Reader, emit func(Event)) error {
 				if l.ErrorStatus != nil {
 					retry.ErrorStatus = *l.ErrorStatus
 				}
+				retryStatus = retry.ErrorStatus
 				emit(Event{Kind: KindRetry, Retry: retry})
 			}
 		case "assistant":
@@ -232,7 +268,8 @@ func (c *Claude) Parse(r io.Reader, emit func(Event)) error {
 				}
 			}
 		case "result":
-			emit(Event{Kind: KindResult, Result: claudeResult(&l)})
+			done = true
+			emit(Event{Kind: KindResult, Result: claudeResult(&l, retryStatus)})
 		}
 	})
 }
@@ -243,40 +280,58 @@ func claudeBlocks(m *claudeMessage) []claudeBlock {
 	if m == nil {
 		return nil
 	}
-	var blocks []claudeBlock
-	if !decode(m.Content, &blocks) {
-		return nil
-	}
-	return blocks
+	return m.Content
 }
 
-// claudeToolResultText returns a tool_result's content: either a string, or
-// an array of blocks whose text blocks are joined with newlines.
-func claudeToolResultText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
+// claudeToolResultText returns a tool_result's content, as decoded into an
+// any: either a string, or an array of blocks whose text blocks are joined
+// with newlines (keys matched without regard to case, as encoding/json
+// matches struct fields; a text that is not a string counts as empty).
+// Anything else has no text.
+func claudeToolResultText(content any) string {
+	switch c := content.(type) {
+	case string:
+		return c
+	case []any:
+		var texts []string
+		for _, b := range c {
+			blk, ok := b.(map[string]any)
+			if !ok {
+				continue
+			}
+			if typ, _ := foldKey(blk, "type").(string); typ == "text" {
+				text, _ := foldKey(blk, "text").(string)
+				texts = append(texts, text)
+			}
+		}
+		return strings.Join(texts, "\n")
 	}
-	var blocks []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+	return ""
+}
+
+// foldKey is m's value for key, an exact match first, then one that
+// differs only in case.
+func foldKey(m map[string]any, key string) any {
+	if v, ok := m[key]; ok {
+		return v
 	}
-	if !decode(raw, &blocks) {
-		return ""
-	}
-	var texts []string
-	for _, b := range blocks {
-		if b.Type == "text" {
-			texts = append(texts, b.Text)
+	for k, v := range m {
+		if strings.EqualFold(k, key) {
+			return v
 		}
 	}
-	return strings.Join(texts, "\n")
+	return nil
 }
 
-// claudeResult converts a result line. On error, ErrorType is the
+// claudeResult converts a result line; retryStatus is the error_status of
+// the last api_retry line before it (0 if none). On error, ErrorType is the
 // terminal_reason and ErrorMessage the errors[] joined, or the result text
 // when there are none (an API error reports itself only there).
-func claudeResult(l *claudeLine) *Result {
+// APIErrorStatus is api_error_status when that is an HTTP status (100 to
+// 599); when it is null (or not a status) on an error result whose message
+// starts "API Error", it is derived with claudeHTTPStatus, and failing that
+// it is retryStatus: the status of the call claude gave up on.
+func claudeResult(l *claudeLine, retryStatus int) *Result {
 	res := &Result{
 		Subtype:   l.Subtype,
 		IsError:   l.IsError,
@@ -294,7 +349,7 @@ func claudeResult(l *claudeLine) *Result {
 	for _, d := range l.PermissionDenials {
 		res.Denials = append(res.Denials, Denial{Tool: d.ToolName, ToolUseID: d.ToolUseID, Input: d.ToolInput})
 	}
-	if l.APIErrorStatus != nil {
+	if l.APIErrorStatus != nil && *l.APIErrorStatus >= 100 && *l.APIErrorStatus <= 599 {
 		res.APIErrorStatus = *l.APIErrorStatus
 	}
 	if l.IsError {
@@ -309,6 +364,43 @@ func claudeResult(l *claudeLine) *Result {
 		if res.ErrorMessage == "" {
 			res.ErrorMessage = res.Text
 		}
+		if res.APIErrorStatus == 0 {
+			for _, msg := range []string{res.Text, res.ErrorMessage} {
+				if !strings.HasPrefix(msg, claudeAPIError) {
+					continue
+				}
+				res.APIErrorStatus = claudeHTTPStatus(msg)
+				if res.APIErrorStatus == 0 && retryStatus >= 400 && retryStatus <= 599 {
+					res.APIErrorStatus = retryStatus
+				}
+				break
+			}
+		}
 	}
 	return res
+}
+
+// claudeAPIError starts the text of every result claude (2.1.197) ends with
+// when a model API call fails: "API Error: 500 ...", "API Error: Repeated
+// 529 Overloaded errors. ...", "API Error: Unable to connect to API ...".
+const claudeAPIError = "API Error"
+
+// claudeHTTPStatus finds the HTTP status in the text of claude's API error
+// result, for a result whose api_error_status is null (as it is when claude
+// gives up after repeated 529s: "API Error: Repeated 529 Overloaded errors.
+// The API is at capacity..."). It returns a lone number from 400 to 599 in
+// the first sentence of msg (the rest names the gateway host, which may
+// hold digits); else 529 when msg says the API is overloaded ("Overloaded",
+// "overloaded_error") or under high load ("... is experiencing high load");
+// else 0.
+func claudeHTTPStatus(msg string) int {
+	first, _, _ := strings.Cut(msg, ". ")
+	if n := loneHTTPStatus(first); n != 0 {
+		return n
+	}
+	lower := strings.ToLower(msg)
+	if strings.Contains(lower, "overloaded") || strings.Contains(lower, "experiencing high load") {
+		return 529
+	}
+	return 0
 }

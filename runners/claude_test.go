@@ -80,6 +80,7 @@ func TestClaudeCommand(t *testing.T) {
 				DisallowedTools:    []string{"WebFetch", "WebSearch"},
 				AppendSystemPrompt: "Be brief.",
 				MaxRetries:         2,
+				Settings:           "/run/hooks.json",
 			},
 			turn: Turn{
 				Prompt:   "fix it",
@@ -95,6 +96,7 @@ func TestClaudeCommand(t *testing.T) {
 				"--disallowedTools", "WebFetch,WebSearch",
 				"--model", "claude-sonnet-4-5",
 				"--append-system-prompt", "Be brief.",
+				"--settings", "/run/hooks.json",
 				"--resume", "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee",
 				"--max-turns", "7",
 			),
@@ -137,7 +139,9 @@ func TestClaudeCommandRefuses(t *testing.T) {
 		{"unknown mode", Claude{PermissionMode: "yolo"}, Turn{Prompt: "p"}, "yolo"},
 		{"mode in wrong case", Claude{PermissionMode: "acceptedits"}, Turn{Prompt: "p"}, "acceptedits"},
 		{"empty prompt", Claude{}, Turn{}, "empty prompt"},
-		{"empty rule", Claude{AllowedTools: []string{"Read", " "}}, Turn{Prompt: "p"}, "empty tool rule"},
+		{"empty rule", Claude{AllowedTools: []string{"Read", " "}}, Turn{Prompt: "p"}, `claude permission rule " ": empty`},
+		{"rule claude would split", Claude{}, Turn{Prompt: "p", Allow: []string{"Bash(echo (a) b)"}}, "split"},
+		{"disallowed rule with a bad tool name", Claude{DisallowedTools: []string{"bash"}}, Turn{Prompt: "p"}, "upper-case"},
 		{"rule like a flag", Claude{}, Turn{Prompt: "p", Allow: []string{"--dangerously-skip-permissions"}}, "starts with '-'"},
 		{"rule with comma", Claude{DisallowedTools: []string{"A,B"}}, Turn{Prompt: "p"}, "comma"},
 	}
@@ -262,6 +266,31 @@ func TestClaudeParseTranscripts(t *testing.T) {
 			apiStatus:   500,
 			errorType:   "completed",
 			errorPrefix: "API Error: 500 fake 500.",
+		},
+		{
+			// CLAUDE_CODE_MAX_RETRIES=0: one 529, reported with its status.
+			file:        "claude-err529.stdout.jsonl",
+			sessionID:   "0c98e801-2636-4da5-97f7-89a12730b425",
+			subtype:     "success",
+			isError:     true,
+			text:        "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:PORT).",
+			numTurns:    1,
+			apiStatus:   529,
+			errorType:   "completed",
+			errorPrefix: "API Error: 529 Overloaded.",
+		},
+		{
+			// Retries exhausted on 529: claude says "Repeated 529 Overloaded
+			// errors" with api_error_status null; the status comes from the text.
+			file:        "claude-err529_retries.stdout.jsonl",
+			sessionID:   "67e8deda-92d0-4953-b10e-6dfaee10f9c2",
+			subtype:     "success",
+			isError:     true,
+			text:        "API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually temporary. Try again in a moment. If it persists, check your inference gateway (127.0.0.1:PORT).",
+			numTurns:    1,
+			apiStatus:   529,
+			errorType:   "completed",
+			errorPrefix: "API Error: Repeated 529 Overloaded errors.",
 		},
 		{
 			file:        "claude-connrefused.stdout.jsonl",
@@ -392,4 +421,51 @@ func TestClaudeEventsCarryMessageAndUsage(t *testing.T) {
 	require.NotNil(t, first.Usage)
 	assert.Equal(t, Usage{InputTokens: 10, OutputTokens: 5}, *first.Usage)
 	assert.Len(t, messages, 3, "three model responses")
+}
+
+func TestClaudeHTTPStatus(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want int
+	}{
+		{"API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually temporary.", 529},
+		{"API Error: 503 upstream unavailable. This is a server-side issue. If it persists, check your inference gateway (127.0.0.1:18121).", 503},
+		{"API Error: Request rejected (429) · slow down", 429},
+		{`API Error: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, 529},
+		{"API Error: Overloaded", 529},
+		{"API Error: Opus is experiencing high load, please use /model to switch to Sonnet", 529},
+		{"API Error: Unable to connect to API (ConnectionRefused)", 0},
+		{"API Error: API returned an empty or malformed response (HTTP 200) — check for a proxy or gateway intercepting the request", 0},
+		// The gateway host after the first sentence is not a status.
+		{"API Error: Request timed out. If it persists, check your inference gateway (10.0.0.1:502).", 0},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, claudeHTTPStatus(tt.msg), tt.msg)
+	}
+}
+
+func TestClaudeParseDerivesAPIStatus(t *testing.T) {
+	parse := func(lines ...string) *Result {
+		t.Helper()
+		var events []Event
+		require.NoError(t, (&Claude{}).Parse(strings.NewReader(strings.Join(lines, "\n")), func(e Event) { events = append(events, e) }))
+		return onlyResult(t, events)
+	}
+	retry := `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"error_status":529,"error":"overloaded"}`
+	t.Run("status from the last retry when the text has none", func(t *testing.T) {
+		res := parse(retry, `{"type":"result","subtype":"success","is_error":true,"api_error_status":null,"result":"API Error: Request timed out"}`)
+		assert.Equal(t, 529, res.APIErrorStatus)
+	})
+	t.Run("the result's own status wins", func(t *testing.T) {
+		res := parse(retry, `{"type":"result","subtype":"success","is_error":true,"api_error_status":400,"result":"API Error: 400 bad request"}`)
+		assert.Equal(t, 400, res.APIErrorStatus)
+	})
+	t.Run("not an API error", func(t *testing.T) {
+		res := parse(retry, `{"type":"result","subtype":"success","is_error":true,"api_error_status":null,"result":"Not logged in · Please run /login"}`)
+		assert.Equal(t, 0, res.APIErrorStatus)
+	})
+	t.Run("a successful answer that talks about overload", func(t *testing.T) {
+		res := parse(`{"type":"result","subtype":"success","is_error":false,"api_error_status":null,"result":"API Error: 529 Overloaded is handled now."}`)
+		assert.Equal(t, 0, res.APIErrorStatus)
+	})
 }

@@ -74,7 +74,10 @@ type Retry struct {
 
 // Usage counts tokens and cost as the CLI reports them.
 type Usage struct {
-	InputTokens  int64
+	InputTokens int64
+	// CachedTokens is the part of InputTokens served from the model's
+	// cache: gemini's stats.cached; 0 for claude.
+	CachedTokens int64
 	OutputTokens int64
 	CostUSD      float64
 }
@@ -95,12 +98,17 @@ type Result struct {
 	IsError bool
 	// Text is the final answer: claude's result field, or gemini's assistant
 	// messages joined.
-	Text           string
-	SessionID      string
-	NumTurns       int
-	Usage          Usage
-	Denials        []Denial
-	APIErrorStatus int    // HTTP status of a failed model API call, 0 if none
+	Text      string
+	SessionID string
+	NumTurns  int
+	Usage     Usage
+	Denials   []Denial
+	// APIErrorStatus is the HTTP status (100 to 599) of a failed model API
+	// call, 0 if none or unknown. For claude it is api_error_status, or when
+	// that is null the status its "API Error" text names (529 for "Repeated
+	// 529 Overloaded errors"), or else that of its last retry; for gemini,
+	// the status its error names (see Gemini.Parse).
+	APIErrorStatus int
 	ErrorType      string // gemini error.type, or claude's terminal_reason on error
 	ErrorMessage   string
 }

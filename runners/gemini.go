@@ -18,7 +18,7 @@ const geminiMaxStdin = 8 << 20
 type Gemini struct {
 	Bin          string   // "gemini" or a path; "" means "gemini"
 	Model        string   // -m; required (without it the CLI first calls a router model): Command errors when empty
-	ApprovalMode string   // --approval-mode; "" means "default" (the reviewer is read-only)
+	ApprovalMode string   // --approval-mode, one of ApprovalModes; "" means "default" (the reviewer is read-only)
 	AllowedTools []string // --allowed-tools as ONE comma-separated argument, when not empty
 	// Home, when not empty, is passed as env GEMINI_CLI_HOME=<dir>: gemini
 	// then reads <dir>/.gemini (settings, logins, sessions) instead of
@@ -28,16 +28,6 @@ type Gemini struct {
 	// directory above it are owned by root and not writable by group or
 	// others.)
 	Home string
-}
-
-// geminiApprovalModeOK reports whether spawn may pass mode to
-// --approval-mode. yolo (auto-approve every tool) is deliberately refused.
-func geminiApprovalModeOK(mode string) bool {
-	switch mode {
-	case "default", "auto_edit", "plan":
-		return true
-	}
-	return false
 }
 
 // Command returns the gemini process for one turn:
@@ -68,8 +58,8 @@ func geminiApprovalModeOK(mode string) bool {
 // model.maxSessionTurns in the settings file instead).
 //
 // Command fails when Model is empty, for an empty or too long prompt, a
-// malformed tool rule, and an approval mode other than default, auto_edit or
-// plan; in particular yolo is refused.
+// malformed tool rule, and an approval mode not in ApprovalModes; in
+// particular yolo is refused.
 func (g *Gemini) Command(t Turn) (Command, error) {
 	if g.Model == "" {
 		return Command{}, errors.New("runners: gemini: no model (without -m the CLI first calls a router model)")
@@ -84,8 +74,8 @@ func (g *Gemini) Command(t Turn) (Command, error) {
 	if mode == "" {
 		mode = "default"
 	}
-	if !geminiApprovalModeOK(mode) {
-		return Command{}, fmt.Errorf("runners: gemini: approval mode %q not allowed (want default, auto_edit or plan)", mode)
+	if !ApprovalModeOK(mode) {
+		return Command{}, fmt.Errorf("runners: gemini: approval mode %q not allowed (want one of %s)", mode, strings.Join(approvalModes, ", "))
 	}
 	args := []string{"-m", g.Model, "--output-format", "stream-json", "--approval-mode", mode, "--skip-trust"}
 	allowed, err := joinRules("--allowed-tools", g.AllowedTools, t.Allow)
@@ -139,6 +129,7 @@ type geminiLine struct {
 	// result
 	Stats *struct {
 		InputTokens  int64 `json:"input_tokens"`
+		Cached       int64 `json:"cached"`
 		OutputTokens int64 `json:"output_tokens"`
 	} `json:"stats"`
 }
@@ -158,6 +149,7 @@ type geminiStream struct {
 	inTurn     bool // the last line was model output
 	textTurn   int  // the turn the text so far ends in
 	errorLines []string
+	done       bool // the result line was seen: later lines are ignored
 }
 
 // Parse reads gemini's stream-json output (--output-format stream-json) from
@@ -180,6 +172,8 @@ type geminiStream struct {
 // status of a failed model call, taken from the error's code or its message
 // ("[API Error: {...\"code\":500...}]"), 0 when none can be found.
 //
+// The first result line ends the events: what follows it is read to EOF but
+// not reported, so there is at most one KindResult and it is the last event.
 // Lines may be of any length, and a last line without a newline is read.
 // Parse returns r's error, if any, wrapped; reaching EOF is not an error, and
 // a stream without a result line is not one either: the caller must treat a
@@ -197,6 +191,9 @@ func (g *Gemini) Parse(r io.Reader, emit func(Event)) error {
 
 // line handles one decoded line.
 func (s *geminiStream) line(l *geminiLine, emit func(Event)) {
+	if s.done {
+		return
+	}
 	switch l.Type {
 	case "init":
 		s.sessionID = l.SessionID
@@ -231,6 +228,7 @@ func (s *geminiStream) line(l *geminiLine, emit func(Event)) {
 			s.errorLines = append(s.errorLines, l.Message)
 		}
 	case "result":
+		s.done = true
 		emit(Event{Kind: KindResult, Result: s.result(l)})
 	}
 }
@@ -255,6 +253,7 @@ func (s *geminiStream) result(l *geminiLine) *Result {
 	}
 	if l.Stats != nil {
 		res.Usage.InputTokens = l.Stats.InputTokens
+		res.Usage.CachedTokens = l.Stats.Cached
 		res.Usage.OutputTokens = l.Stats.OutputTokens
 	}
 	if e := l.Error; e != nil {
@@ -272,7 +271,9 @@ func (s *geminiStream) result(l *geminiLine) *Result {
 // "code" of the API's JSON error body quoted in the message (gemini prints
 // "[API Error: {\"error\":{\"code\":500,...}}]"); the rate-limit advice gemini
 // appends only to a 429; a google.rpc status name ("(Status: UNAVAILABLE)");
-// and a lone number from 400 to 599 in an "API Error" message.
+// in an "API Error" message, a lone number from 400 to 599, or else the word
+// "overloaded", which gemini 0.61.0 keeps from a 503 UNAVAILABLE body
+// ("The model is overloaded. Please try again later.") and reads as 503.
 func geminiHTTPStatus(code json.RawMessage, msg string) int {
 	var n int
 	if json.Unmarshal(code, &n) == nil && n >= 100 && n <= 599 {
@@ -301,7 +302,14 @@ func geminiHTTPStatus(code json.RawMessage, msg string) int {
 		}
 	}
 	if strings.Contains(msg, "API Error") {
-		return loneHTTPStatus(msg)
+		if n := loneHTTPStatus(msg); n != 0 {
+			return n
+		}
+		// A 503 UNAVAILABLE reaches the stream as the API's message alone:
+		// "[API Error: The model is overloaded. Please try again later.]".
+		if strings.Contains(strings.ToLower(msg), "overloaded") {
+			return 503
+		}
 	}
 	return 0
 }

@@ -212,6 +212,27 @@ func TestGeminiParseTranscripts(t *testing.T) {
 			errorMsg:  `[API Error: {"error":{"code":500,"message":"fake 500","status":"INTERNAL"}}]`,
 		},
 		{
+			// A 529 keeps the API's JSON body in the message.
+			file:      "gemini-err529.stdout.jsonl",
+			sessionID: "b8478ad3-f909-411f-82ba-7332a5a3617f",
+			subtype:   "error",
+			isError:   true,
+			apiStatus: 529,
+			errorType: "unknown",
+			errorMsg:  `[API Error: {"error":{"code":529,"message":"Overloaded","status":"UNKNOWN"}}]`,
+		},
+		{
+			// A 503 UNAVAILABLE keeps only the API's message: no code, no
+			// status name; "overloaded" is all there is.
+			file:      "gemini-err503.stdout.jsonl",
+			sessionID: "a345b30f-739a-451b-9150-b77ce7b34e3d",
+			subtype:   "error",
+			isError:   true,
+			apiStatus: 503,
+			errorType: "unknown",
+			errorMsg:  `[API Error: The model is overloaded. Please try again later.]`,
+		},
+		{
 			file:      "gemini-err400.stdout.jsonl",
 			sessionID: "28ab7490-e5ec-43a4-ba2e-d1070807e001",
 			subtype:   "error",
@@ -309,6 +330,8 @@ func TestGeminiHTTPStatus(t *testing.T) {
 		{nil, "[API Error: You exceeded your current quota]\nPlease wait and try again later. To increase your limits, request a quota increase through AI Studio, or switch to another /auth method", 429},
 		{nil, "[API Error: The model is overloaded. (Status: UNAVAILABLE)]", 503},
 		{nil, "[API Error: got HTTP 504 from upstream]", 504},
+		{nil, "[API Error: The model is overloaded. Please try again later.]", 503},
+		{nil, "[API Error: Model OVERLOADED]", 503},
 		{nil, "[API Error: An unknown error occurred.]", 0},
 		{nil, "Reached max session turns for this session.", 0},
 		{nil, "[API Error: 1500 tokens, 4000 bytes]", 0},

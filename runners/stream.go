@@ -17,14 +17,27 @@ const readerBufferSize = 64 << 10
 // readJSONLines calls fn with every line of r that looks like a JSON object,
 // without its line ending, until r is exhausted. A last line without a
 // trailing newline is still passed on. Lines are not length-limited: one tool
-// result can be many megabytes. The error is r's, wrapped; io.EOF is not an
-// error.
+// result can be many megabytes. The line fn gets is valid only during the
+// call (it is the reader's buffer, or one reused for long lines): fn must
+// copy what it keeps. The error is r's, wrapped; io.EOF is not an error.
 func readJSONLines(r io.Reader, fn func(line []byte)) error {
 	br := bufio.NewReaderSize(r, readerBufferSize)
+	var long []byte // a line longer than the reader's buffer, reused
 	for {
-		line, err := br.ReadBytes('\n')
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
 		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 && trimmed[0] == '{' {
 			fn(trimmed)
+		}
+		if cap(long) > 4*readerBufferSize {
+			long = nil // a rare huge line: its buffer is not kept
 		}
 		if errors.Is(err, io.EOF) {
 			return nil
@@ -64,7 +77,8 @@ func rawString(raw json.RawMessage) string {
 // joinRules joins tool rules into the single comma-separated argument both
 // CLIs accept, so that a variadic flag has exactly one value to take. A rule
 // that is empty, starts with "-" (it would be read as a flag) or contains a
-// comma or a line break (it would be split) is an error.
+// comma or a line break (gemini would split it; claude would keep a comma
+// inside parentheses as part of the rule) is an error.
 func joinRules(flag string, rules ...[]string) (string, error) {
 	var all []string
 	for _, list := range rules {

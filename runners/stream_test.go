@@ -95,3 +95,20 @@ func TestParseEmptyAndNoiseOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestParseEmitsOneResultAtMost: whatever follows the first result line (a
+// second result, more output) is read but not reported: the result is the
+// last event and there is only one.
+func TestParseEmitsOneResultAtMost(t *testing.T) {
+	for _, p := range parsers() {
+		t.Run(p.name, func(t *testing.T) {
+			later := strings.Replace(p.resultLine, `"success"`, `"error"`, 1)
+			stream := p.resultLine + "\n" + p.hugeLine("after") + "\n" + later + "\n"
+			var events []Event
+			require.NoError(t, p.parse(strings.NewReader(stream), func(e Event) { events = append(events, e) }))
+			require.Len(t, events, 1)
+			require.Equal(t, KindResult, events[0].Kind)
+			assert.Equal(t, "success", events[0].Result.Subtype)
+		})
+	}
+}

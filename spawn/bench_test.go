@@ -2,93 +2,27 @@ package spawn
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
-
-// benchRepo is a repository of 2,000 small files in 40 folders, so that a
-// worktree checkout costs something.
-func benchRepo(b *testing.B) string {
-	b.Helper()
-	dir := testenv.Repo(b)
-	for d := range 40 {
-		sub := filepath.Join(dir, fmt.Sprintf("pkg%02d", d))
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for f := range 50 {
-			body := fmt.Sprintf("package pkg%02d\n\n// F%d is file %d.\nfunc F%d() int { return %d }\n", d, f, f, f, f)
-			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%02d.go", f)), []byte(body), 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	testenv.Git(b, dir, "add", "--all")
-	testenv.Git(b, dir, "commit", "--quiet", "-m", "files")
-	return dir
-}
-
-// BenchmarkWorktree compares spawn's sandbox provisioning (checks, exclude,
-// worktree on a new branch) with a bare `git worktree add -b`.
-func BenchmarkWorktree(b *testing.B) {
-	repo := benchRepo(b)
-	env := testenv.Env(b)
-	ctx := context.Background()
-	b.Run("spawn", func(b *testing.B) {
-		for i := range b.N {
-			plan, err := planSandbox(ctx, repo, "HEAD", "", fmt.Sprintf("s%d-%d", i, time.Now().UnixNano()), "bench task", env)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := plan.create(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("git", func(b *testing.B) {
-		for i := range b.N {
-			id := fmt.Sprintf("g%d-%d", i, time.Now().UnixNano())
-			cmd := exec.Command("git", "worktree", "add", "--quiet", "-b", "raw/"+id, filepath.Join(repo, ".raw", id), "HEAD")
-			cmd.Dir = repo
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("%v: %s", err, out)
-			}
-		}
-	})
-}
 
 // BenchmarkSoloRun compares a whole `spawn run --mode solo` (sandbox,
 // supervised claude, commit, record) with the bare claude CLI doing the same
 // scripted turn in a plain directory.
 func BenchmarkSoloRun(b *testing.B) {
-	claude := testenv.Claude(b)
-	sc := modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
-		{Tools: []modelserver.ToolCall{{ID: "w1", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/hello.txt", "content": "hi\n"}}}},
-		{Text: "Done."},
-	}}}}
-	srv, err := modelserver.Start(sc, modelserver.WithMaxRequests(1<<20))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	env := testenv.Env(b, srv.ClaudeEnv()...)
-	cfg := DefaultConfig()
-	cfg.Runners.Claude.Command = claude
-	cfg.Runners.Claude.MaxRetries = 0
+	claude, env, cfg := helloTurn(b)
 	ctx := context.Background()
 
 	b.Run("spawn", func(b *testing.B) {
 		repo := testenv.Repo(b)
 		for range b.N {
-			if _, err := Execute(ctx, Options{Task: "create hello.txt", Mode: "solo", RepoDir: repo, Config: cfg, Env: env}); err != nil {
+			if _, err := Run(ctx, Options{Task: "create hello.txt", RepoDir: repo, Config: cfg, Env: env}, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -105,4 +39,27 @@ func BenchmarkSoloRun(b *testing.B) {
 			}
 		}
 	})
+}
+
+// helloTurn starts a scripted model serving one Write of hello.txt then
+// "Done." for as many runs as a benchmark makes, and returns the pinned
+// claude, an environment pointing it at the model, and a solo
+// configuration that runs it. The server stops when the benchmark ends.
+func helloTurn(b *testing.B) (claude string, env []string, cfg config.Config) {
+	b.Helper()
+	claude = testenv.Claude(b)
+	sc := modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+		{Tools: []modelserver.ToolCall{{ID: "w1", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/hello.txt", "content": "hi\n"}}}},
+		{Text: "Done."},
+	}}}}
+	srv, err := modelserver.Start(sc, modelserver.WithMaxRequests(1<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Close)
+	cfg = config.Default()
+	cfg.Team.Mode = observability.ModeSolo
+	cfg.Runners.Claude.Command = claude
+	cfg.Runners.Claude.MaxRetries = 0
+	return claude, testenv.Env(b, srv.ClaudeEnv()...), cfg
 }

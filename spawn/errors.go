@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
 // Kind classifies why a run failed; it decides the exit code and is the
@@ -14,22 +16,25 @@ type Kind string
 
 // Kinds of failure.
 const (
-	KindUsage            Kind = "usage"             // bad flags or task
-	KindConfig           Kind = "config"            // bad configuration
-	KindRepo             Kind = "repo"              // not a repository, unknown base, branch exists
-	KindNotImplemented   Kind = "not_implemented"   // a mode that is not built yet
-	KindMissingCLI       Kind = "missing_cli"       // an agent CLI is not installed
-	KindAgentCrashed     Kind = "agent_crashed"     // exited without a result event
-	KindAgentFailed      Kind = "agent_failed"      // a result that says it failed
-	KindModelAPI         Kind = "model_api"         // the model API answered with an error
-	KindAuth             Kind = "auth"              // the model API refused the credentials (401/403)
-	KindRateLimited      Kind = "rate_limited"      // 429 after the CLI's bounded retries
-	KindModelUnavailable Kind = "model_unavailable" // 5xx after the CLI's bounded retries
-	KindBudget           Kind = "budget"            // max_turns or max_cost_usd reached
-	KindTimeout          Kind = "timeout"           // idle or total timeout
-	KindInterrupted      Kind = "interrupted"       // SIGINT or SIGTERM to spawn
-	KindGitHub           Kind = "github"            // the GitHub API failed
-	KindInternal         Kind = "internal"          // anything else
+	KindUsage            Kind = "usage"               // bad flags or task
+	KindConfig           Kind = "config"              // bad configuration
+	KindRepo             Kind = "repo"                // not a repository, unknown base, branch exists
+	KindNotImplemented   Kind = "not_implemented"     // a mode that is not built yet
+	KindSandboxGone      Kind = "sandbox_gone"        // the worktree was deleted under the run (exit 1)
+	KindMissingCLI       Kind = "missing_cli"         // an agent CLI is not installed
+	KindAgentCrashed     Kind = "agent_crashed"       // exited without a result event
+	KindAgentFailed      Kind = "agent_failed"        // a result that says it failed
+	KindModelAPI         Kind = "model_api"           // the model API answered with an error
+	KindAuth             Kind = "auth"                // the model API refused the credentials (401/403)
+	KindRateLimited      Kind = "rate_limited"        // 429 after the CLI's bounded retries
+	KindModelUnavailable Kind = "model_unavailable"   // 5xx after the CLI's bounded retries
+	KindBudget           Kind = "budget"              // max_turns or max_cost_usd reached
+	KindTimeout          Kind = "timeout"             // idle or total timeout
+	KindInterrupted      Kind = "interrupted"         // SIGINT or SIGTERM to spawn
+	KindGitHub           Kind = "github"              // the GitHub API failed
+	KindNoSandbox        Kind = "sandbox_unavailable" // isolation = "bwrap" without a working bubblewrap
+	KindSandboxTamper    Kind = "sandbox_tamper"      // an agent changed the user's refs, HEAD, config, hooks or tree
+	KindInternal         Kind = "internal"            // anything else
 )
 
 // Error is a failure spawn explains to its user: Msg is one sentence that
@@ -48,11 +53,13 @@ func errorf(kind Kind, cause error, format string, args ...any) *Error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...), Err: cause}
 }
 
-// KindOf returns the kind of err: an *Error's kind, config for a
-// *ConfigError, interrupted for a cancelled context, internal otherwise.
+// KindOf returns the kind of err: the first *Error's kind in err's tree,
+// config for a *config.Error, repo for a *sandbox.InputError, interrupted for
+// a cancelled context, internal otherwise.
 func KindOf(err error) Kind {
 	var se *Error
-	var ce *ConfigError
+	var ce *config.Error
+	var ie *sandbox.InputError
 	switch {
 	case err == nil:
 		return ""
@@ -60,6 +67,8 @@ func KindOf(err error) Kind {
 		return se.Kind
 	case errors.As(err, &ce):
 		return KindConfig
+	case errors.As(err, &ie):
+		return KindRepo
 	case errors.Is(err, context.Canceled):
 		return KindInterrupted
 	default:
@@ -76,16 +85,19 @@ const (
 	ExitAgent       = 4
 	ExitTimeout     = 5
 	ExitGitHub      = 6
+	ExitTamper      = 7
 	ExitInterrupted = 130
 )
 
 // ExitCode maps the outcome of a run to spawn's exit code. This is the one
 // place where that mapping lives.
-func ExitCode(err error, verdict string) int {
+func ExitCode(err error, verdict observability.Verdict) int {
 	switch KindOf(err) {
 	case "":
-	case KindUsage, KindConfig, KindRepo, KindNotImplemented, KindMissingCLI:
+	case KindUsage, KindConfig, KindRepo, KindNotImplemented, KindMissingCLI, KindNoSandbox:
 		return ExitUsage
+	case KindSandboxTamper:
+		return ExitTamper
 	case KindAgentCrashed, KindAgentFailed, KindModelAPI, KindAuth, KindRateLimited, KindModelUnavailable:
 		return ExitAgent
 	case KindTimeout, KindBudget:
@@ -97,8 +109,7 @@ func ExitCode(err error, verdict string) int {
 	default:
 		return ExitInternal
 	}
-	switch verdict {
-	case observability.VerdictChangesRequested, observability.VerdictNotConverged, observability.VerdictReviewFailed:
+	if verdict.Unapproved() {
 		return ExitNotApproved
 	}
 	return ExitOK

@@ -1,7 +1,6 @@
 package spawn
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
 // userState is what spawn must never change in the user's repository.
@@ -29,7 +30,7 @@ func snapshot(t *testing.T, repo string) userState {
 	require.NoError(t, err)
 	var names []string
 	for _, e := range entries {
-		if e.Name() != Dir { // spawn's own folder, ignored by git
+		if e.Name() != sandbox.Dir { // spawn's own folder, ignored by git
 			names = append(names, e.Name())
 		}
 	}
@@ -49,17 +50,25 @@ type soloRun struct {
 	rec    *observability.Record
 	err    error
 	before userState
-	notes  bytes.Buffer
+	notes  []string
 }
 
-func runSolo(t *testing.T, sc modelserver.Scenario, task string, tweak func(*Config), extraEnv ...string) *soloRun {
+func runSolo(t *testing.T, sc modelserver.Scenario, task string, tweak func(*config.Config), extraEnv ...string) *soloRun {
+	t.Helper()
+	return runSoloWith(t, sc, task, tweak, nil, extraEnv...)
+}
+
+// runSoloWith is runSolo with a sink that also sees every event: a test
+// can act in the middle of a run (delete the worktree, fill the disk).
+func runSoloWith(t *testing.T, sc modelserver.Scenario, task string, tweak func(*config.Config), sink func(*soloRun, Event), extraEnv ...string) *soloRun {
 	t.Helper()
 	claude := testenv.Claude(t)
 	srv, err := modelserver.Start(sc)
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	r := &soloRun{repo: testenv.Repo(t), srv: srv}
-	cfg := DefaultConfig()
+	cfg := config.Default()
+	cfg.Team.Mode = observability.ModeSolo
 	cfg.Runners.Claude.Command = claude
 	cfg.Runners.Claude.MaxRetries = 0
 	cfg.Spawn.IdleTimeout = time.Minute
@@ -71,19 +80,25 @@ func runSolo(t *testing.T, sc modelserver.Scenario, task string, tweak func(*Con
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	env := testenv.Env(t, append(srv.ClaudeEnv(), extraEnv...)...)
-	r.rec, r.err = Execute(ctx, Options{Task: task, Mode: "solo", RepoDir: r.repo, Config: cfg, Env: env, Notes: &r.notes})
-	require.NotNil(t, r.rec, "a sandbox was created, so a record must exist: %v", r.err)
+	keep := notes(&r.notes)
+	r.rec, r.err = Run(ctx, Options{Task: task, RepoDir: r.repo, Config: cfg, Env: env}, SinkFunc(func(e Event) {
+		keep.Event(e)
+		if sink != nil {
+			sink(r, e)
+		}
+	}))
+	require.NotEmpty(t, r.rec.ID, "a sandbox was created, so a record must exist: %v", r.err)
 	return r
 }
 
 // onDisk reads the record spawn wrote and checks it matches the returned one.
 func (r *soloRun) onDisk(t *testing.T) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(r.repo, Dir, "runs", r.rec.ID, "record.json"))
+	b, err := os.ReadFile(filepath.Join(r.repo, sandbox.Dir, "runs", r.rec.ID, "record.json"))
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
-	assert.Equal(t, r.rec.Status, m["status"])
+	assert.Equal(t, string(r.rec.Status), m["status"])
 	assert.Equal(t, float64(r.rec.ExitCode), m["exit_code"])
 	return m
 }
@@ -98,7 +113,7 @@ func TestSoloRunCommitsTheCodersWorkOnTheSandboxBranch(t *testing.T) {
 			Input: map[string]any{"file_path": "{{workdir}}/notes.txt", "content": "left for spawn to commit\n"}}}},
 		{Text: "Created hello.txt saying hi."},
 	}}}}
-	r := runSolo(t, sc, "create hello.txt saying hi", func(c *Config) {
+	r := runSolo(t, sc, "create hello.txt saying hi", func(c *config.Config) {
 		c.Permissions.AllowedTools = append(c.Permissions.AllowedTools, "Bash(git add:*)", "Bash(git commit:*)")
 	})
 	require.NoError(t, r.err)
@@ -109,14 +124,14 @@ func TestSoloRunCommitsTheCodersWorkOnTheSandboxBranch(t *testing.T) {
 	assert.Equal(t, 0, rec.ExitCode)
 	assert.Equal(t, observability.VerdictNone, rec.Verdict)
 	assert.Equal(t, r.before.head, rec.Base)
-	assert.True(t, strings.HasPrefix(rec.Branch, "spawn/create-hello-txt-saying-hi-"), rec.Branch)
-	assert.Equal(t, filepath.Join(r.repo, Dir, "worktrees", rec.ID), rec.SandboxPath)
+	assert.True(t, rec.Branch == "spawn/"+rec.ID+"/create-hello-txt-saying-hi", rec.Branch)
+	assert.Equal(t, filepath.Join(r.repo, sandbox.Dir, "worktrees", rec.ID), rec.SandboxPath)
 	assert.Empty(t, rec.PermissionsRequested)
 	assert.Nil(t, rec.Error)
 	require.Len(t, rec.CommandLines, 1)
 	cl := rec.CommandLines[0]
-	assert.Equal(t, "claude-code", cl.LLM)
-	assert.Equal(t, "coder", cl.Role)
+	assert.Equal(t, observability.LLMClaude, cl.LLM)
+	assert.Equal(t, observability.RoleCoder, cl.Role)
 	assert.Equal(t, rec.SandboxPath, cl.WorkDir)
 	assert.Equal(t, 0, cl.ExitCode)
 	assert.Subset(t, cl.Argv, []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"})
@@ -126,9 +141,9 @@ func TestSoloRunCommitsTheCodersWorkOnTheSandboxBranch(t *testing.T) {
 	// The branch holds both commits: the coder's own and spawn's.
 	require.Len(t, rec.Commits, 2)
 	assert.Equal(t, "Add hello.txt", rec.Commits[0].Message)
-	assert.Equal(t, LLMClaude, rec.Commits[0].LLM)
+	assert.Equal(t, observability.LLMClaude, rec.Commits[0].LLM)
 	assert.Equal(t, "spawn: create hello.txt saying hi", rec.Commits[1].Message)
-	assert.Equal(t, LLMSpawn, rec.Commits[1].LLM)
+	assert.Equal(t, observability.LLMSpawn, rec.Commits[1].LLM)
 	assert.Equal(t, rec.Commits[1].SHA, testenv.Git(t, r.repo, "rev-parse", rec.Branch))
 	assert.Equal(t, "hi", testenv.Git(t, r.repo, "show", rec.Branch+":hello.txt"))
 	assert.Equal(t, "left for spawn to commit", testenv.Git(t, r.repo, "show", rec.Branch+":notes.txt"))
@@ -140,8 +155,8 @@ func TestSoloRunCommitsTheCodersWorkOnTheSandboxBranch(t *testing.T) {
 
 	// The record on disk matches, with every key, and the transcript is kept.
 	m := r.onDisk(t)
-	assert.Len(t, m, 27)
-	transcript, err := os.ReadFile(filepath.Join(r.repo, Dir, "runs", rec.ID, cl.Stdout))
+	assert.Len(t, m, 33)
+	transcript, err := os.ReadFile(filepath.Join(r.repo, sandbox.Dir, "runs", rec.ID, cl.Stdout))
 	require.NoError(t, err)
 	assert.Contains(t, string(transcript), `"type":"result"`)
 
@@ -166,13 +181,13 @@ func TestSoloRunRecordsADeniedCommand(t *testing.T) {
 			Input: map[string]any{"command": "make build", "description": "Build"}}}},
 		{Text: "I could not run make."},
 	}}}}
-	r := runSolo(t, sc, "add a Makefile and build", func(c *Config) { c.Permissions.Escalatable = nil })
+	r := runSolo(t, sc, "add a Makefile and build", func(c *config.Config) { c.Permissions.Escalatable = nil })
 	require.NoError(t, r.err, "a denial is not a failure of the run")
 
 	require.Len(t, r.rec.PermissionsRequested, 1)
 	p := r.rec.PermissionsRequested[0]
 	assert.Equal(t, "Bash", p.Tool)
-	assert.Equal(t, LLMClaude, p.LLM)
+	assert.Equal(t, observability.LLMClaude, p.LLM)
 	assert.Equal(t, 1, p.Iteration)
 	assert.Empty(t, p.Rule, "nothing escalatable matches")
 	assert.Contains(t, string(p.Input), "make build")
@@ -207,9 +222,14 @@ func TestModelAPIErrorIsAnAgentFailure(t *testing.T) {
 	require.NotNil(t, r.rec.Error)
 	assert.Equal(t, "model_unavailable", r.rec.Error.Kind)
 	r.onDisk(t)
-	// The branch and worktree stay for inspection.
-	assert.DirExists(t, r.rec.SandboxPath)
-	testenv.Git(t, r.repo, "rev-parse", "--verify", r.rec.Branch)
+	// The coder changed nothing: no empty branch or worktree is left, the
+	// record says why.
+	assert.Empty(t, r.rec.Branch)
+	assert.Empty(t, r.rec.SandboxPath)
+	assert.NotContains(t, testenv.Git(t, r.repo, "branch", "--list"), "spawn/")
+	assert.NotContains(t, testenv.Git(t, r.repo, "worktree", "list"), ".spawn")
+	require.NotEmpty(t, r.rec.Notes)
+	assert.Contains(t, r.rec.Notes[len(r.rec.Notes)-1], "were removed; this record stays")
 }
 
 func TestSecretsNeverReachWhatSpawnWrites(t *testing.T) {
@@ -222,7 +242,7 @@ func TestSecretsNeverReachWhatSpawnWrites(t *testing.T) {
 	r := runSolo(t, sc, "store the token "+canary+" in config.txt", nil, "SPAWN_CANARY_TOKEN="+canary)
 	require.NoError(t, r.err)
 
-	runDir := filepath.Join(r.repo, Dir, "runs", r.rec.ID)
+	runDir := filepath.Join(r.repo, sandbox.Dir, "runs", r.rec.ID)
 	files := 0
 	require.NoError(t, filepath.WalkDir(runDir, func(path string, d os.DirEntry, err error) error {
 		require.NoError(t, err)
@@ -244,9 +264,18 @@ func TestSecretsNeverReachWhatSpawnWrites(t *testing.T) {
 	assert.Contains(t, string(b), observability.Redacted)
 }
 
+// notes is a Sink that keeps the text of every note.
+func notes(into *[]string) Sink {
+	return SinkFunc(func(e Event) {
+		if e.Kind == EventNote {
+			*into = append(*into, e.Text)
+		}
+	})
+}
+
 func TestBadInputCreatesNothing(t *testing.T) {
 	env := testenv.Env(t)
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Runners.Claude.Command = "git" // any binary: the checks come first
 	ctx := context.Background()
 
@@ -259,19 +288,19 @@ func TestBadInputCreatesNothing(t *testing.T) {
 	tests := []struct {
 		name string
 		opts Options
+		mode observability.Mode
 		kind Kind
 		msg  string
 	}{
-		{"not a repository", Options{RepoDir: notRepo}, KindRepo, "is not a git repository"},
-		{"no commits", Options{RepoDir: empty}, KindRepo, "has no commits yet"},
-		{"unknown base", Options{RepoDir: repo, Base: "no-such-ref"}, KindRepo, `the base "no-such-ref" names no commit`},
-		{"existing branch", Options{RepoDir: repo, Branch: "spawn/taken"}, KindRepo, "already exists"},
-		{"bad branch name", Options{RepoDir: repo, Branch: "bad..name"}, KindRepo, "not a valid branch name"},
-		{"empty task", Options{RepoDir: repo, Task: " "}, KindUsage, "no task given"},
-		{"unknown mode", Options{RepoDir: repo, Mode: "chaos"}, KindUsage, `"chaos" is not a mode`},
-		{"mode not built yet", Options{RepoDir: repo, Mode: "github"}, KindNotImplemented, "not implemented yet"},
-		{"missing reviewer CLI", Options{RepoDir: repo, Mode: "pingpong"}, KindMissingCLI, "gemini CLI (no-such-gemini) was not found"},
-		{"missing CLI", Options{RepoDir: repo}, KindMissingCLI, "claude CLI (no-such-claude) was not found"},
+		{"not a repository", Options{RepoDir: notRepo}, "", KindRepo, "is not a git repository"},
+		{"no commits", Options{RepoDir: empty}, "", KindRepo, "has no commits yet"},
+		{"unknown base", Options{RepoDir: repo, Base: "no-such-ref"}, "", KindRepo, `the base "no-such-ref" names no commit`},
+		{"existing branch", Options{RepoDir: repo, Branch: "spawn/taken"}, "", KindRepo, "already exists"},
+		{"bad branch name", Options{RepoDir: repo, Branch: "bad..name"}, "", KindRepo, "not a valid branch name"},
+		{"empty task", Options{RepoDir: repo, Task: " "}, "", KindUsage, "no task given"},
+		{"unknown mode", Options{RepoDir: repo}, "chaos", KindConfig, `"chaos" is not a mode`},
+		{"missing reviewer CLI", Options{RepoDir: repo}, observability.ModePingpong, KindMissingCLI, "gemini CLI (no-such-gemini) was not found"},
+		{"missing CLI", Options{RepoDir: repo}, "", KindMissingCLI, "claude CLI (no-such-claude) was not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -279,23 +308,29 @@ func TestBadInputCreatesNothing(t *testing.T) {
 			if opts.Task == "" {
 				opts.Task = "do it"
 			}
-			if opts.Mode == "" {
-				opts.Mode = "solo"
-			}
 			opts.Config, opts.Env = cfg, env
+			opts.Config.Team.Mode = observability.ModeSolo
+			if tt.mode != "" {
+				opts.Config.Team.Mode = tt.mode
+			}
 			opts.Config.Runners.Gemini.Command = "no-such-gemini"
 			if tt.name == "missing CLI" {
 				opts.Config.Runners.Claude.Command = "no-such-claude"
 			}
-			run, err := Begin(ctx, opts)
+			var events []Event
+			rec, err := Run(ctx, opts, SinkFunc(func(e Event) { events = append(events, e) }))
 			require.Error(t, err)
-			assert.Nil(t, run)
+			assert.Empty(t, events, "no run started")
+			assert.Empty(t, rec.ID, "no run exists")
+			assert.Equal(t, observability.StatusFailed, rec.Status)
+			assert.Equal(t, string(tt.kind), rec.Error.Kind)
 			assert.Equal(t, tt.kind, KindOf(err))
-			assert.Equal(t, ExitUsage, ExitCode(err, ""))
+			assert.Equal(t, ExitUsage, ExitCode(err, observability.VerdictNone))
+			assert.Equal(t, ExitUsage, rec.ExitCode)
 			assert.Contains(t, err.Error(), tt.msg)
 			assert.NotContains(t, err.Error(), "\n", "one sentence")
 			if _, statErr := os.Stat(opts.RepoDir); statErr == nil {
-				assert.NoDirExists(t, filepath.Join(opts.RepoDir, Dir))
+				assert.NoDirExists(t, filepath.Join(opts.RepoDir, sandbox.Dir))
 			}
 		})
 	}
@@ -313,14 +348,17 @@ func TestUncommittedChangesAreNotedAndLeftAlone(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "scratch.txt"), []byte("mine\n"), 0o644))
 	before := snapshot(t, repo)
 
-	cfg := DefaultConfig()
+	cfg := config.Default()
+	cfg.Team.Mode = observability.ModeSolo
 	cfg.Runners.Claude.Command = claude
 	cfg.Runners.Claude.MaxRetries = 0
-	var notes bytes.Buffer
-	rec, err := Execute(context.Background(), Options{Task: "look around", Mode: "solo", RepoDir: repo,
-		Config: cfg, Env: testenv.Env(t, srv.ClaudeEnv()...), Notes: &notes})
+	var said []string
+	rec, err := Run(context.Background(), Options{Task: "look around", RepoDir: repo,
+		Config: cfg, Env: testenv.Env(t, srv.ClaudeEnv()...)}, notes(&said))
 	require.NoError(t, err)
-	assert.Contains(t, notes.String(), "has uncommitted changes; the sandbox starts from")
+	require.Len(t, said, 1)
+	assert.Contains(t, said[0], "has uncommitted changes; the sandbox starts from")
+	assert.Contains(t, rec.Notes, said[0], "the note is in the record too")
 	assert.Equal(t, before, snapshot(t, repo))
 	assert.Empty(t, rec.Commits, "the coder changed nothing, so nothing was committed")
 	assert.Equal(t, "# test", testenv.Git(t, repo, "show", rec.Branch+":README.md"), "the sandbox starts from the base, without the user's edits")

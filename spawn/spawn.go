@@ -1,198 +1,328 @@
-// Package spawn is spawn's entry point: a task and a manifest go in, a git
-// worktree sandbox is provisioned, the coder works in it under the watcher,
-// whatever it leaves is committed on the sandbox branch, and one record of
-// everything is written to .spawn/runs/<id>/record.json after every step.
+// Package spawn runs a run, whatever its mode: Run takes a task and a
+// configuration, checks everything before anything is created, provisions a
+// git-worktree sandbox on a branch of its own, has the mode's strategy
+// (package team) drive the coder and the reviewers in it, and finishes by
+// committing whatever the agents left, on every path. Everything that
+// happens is an Event on one stream: the record (.spawn/runs/<id>/record.json,
+// rewritten after every step), the event log beside it and the caller's
+// sink all read it.
 package spawn
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/watcher"
+	"github.com/infinite-improbability-drive/spawn/prompts"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
+	"github.com/infinite-improbability-drive/spawn/team"
 )
 
-// LLM names used in the record.
-const (
-	LLMClaude = "claude-code"
-	LLMGemini = "gemini-cli"
-	LLMSpawn  = "spawn"
-)
-
-// Options is one `spawn run`.
+// Options is one run: the task and the configuration (whose mode is the
+// run's), where to work, and the run's environment.
 type Options struct {
 	Task    string
-	Mode    string // "" means the configuration's mode
-	RepoDir string // "" means the current directory
-	Base    string // "" means HEAD
-	Branch  string // "" means spawn/<slug>-<id>
-	Config  Config
+	Config  config.Config
+	RepoDir string // a directory in the repository; "" is the current one
+	Base    string // the ref the sandbox branch starts from; "" means HEAD
+	Branch  string // the sandbox branch; "" means spawn/<id>/<slug>
 	// Env is the environment spawn runs in: agents inherit it, and the
 	// values of its secret variables are redacted from everything written.
 	Env []string
-	// Notes receives short remarks for the user (e.g. uncommitted changes
-	// left out of the sandbox). May be nil.
-	Notes io.Writer
-	// OnProgress, if set, sees what each agent does as it happens; role is
-	// "coder" or "reviewer".
-	OnProgress func(role string, p watcher.Progress)
 	// Hurry, when closed, kills a running agent at once instead of giving
 	// it a grace period (a second Ctrl-C). May be nil.
 	Hurry <-chan struct{}
 	// Grace is how long a stopping agent gets between SIGTERM and SIGKILL;
-	// 0 means 2 s.
+	// 0 means proc.DefaultGrace.
 	Grace time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// ID is the run's id; "" means a new one (runs.NewID). A caller that
+	// must know the id before the run exists (spawn run --detach) picks it.
+	ID string
 }
 
-// Run is one run in progress: its sandbox, run directory and record.
-type Run struct {
-	ID      string
-	Dir     string // .spawn/runs/<id>
-	Sandbox *Sandbox
-	Record  *observability.Record
-
-	opts     Options
-	redactor *observability.Redactor
-
-	// mu guards Record and procs: parallel reviewers update them at once.
-	mu    sync.Mutex
-	procs int // agent processes started so far, numbering the transcripts
-
-	geminiHomes map[string]string // reviewer seat -> private GEMINI_CLI_HOME
-	cleanups    []func() error    // run by Finish
+// Run runs opts.Task in the mode opts.Config names and returns its record,
+// which is never nil. err says why the run did not succeed and, with the
+// record's verdict, decides the exit code (ExitCode; the record's exit_code
+// holds it too). When the input is bad (an *Error of a usage, config or repo
+// kind), nothing is created and the record, never written, only carries
+// the error. Otherwise the sandbox and the run directory exist, and the
+// agents' work is committed on the sandbox branch whatever happened:
+// cancelling ctx stops the agents gracefully and the run ends interrupted.
+// sink sees every event of the run (nil discards them).
+func Run(ctx context.Context, opts Options, sink Sink) (*observability.Record, error) {
+	return run1(ctx, opts, sink, nil, func(ctx context.Context, r *run) (observability.Verdict, error) {
+		return team.Drive(ctx, r.pre.policy, r.opts.Task, r.pre.plan.Base, r)
+	})
 }
 
-// Execute runs the task in solo mode: one coder turn in a new sandbox, its
-// work committed on the sandbox branch. (The review modes are package
-// team's.) The record is returned whenever a sandbox was created, whatever
-// the outcome; err says why the run failed and decides the exit code (see
-// ExitCode). When err is set and the record is nil, nothing was created.
-func Execute(ctx context.Context, opts Options) (*observability.Record, error) {
-	if opts.Mode != "" && opts.Mode != "solo" {
-		return nil, errorf(KindInternal, nil, "spawn.Execute runs solo mode only, not %s", opts.Mode)
-	}
-	opts.Mode = "solo"
-	run, err := Begin(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	_, turnErr := run.CoderTurn(ctx, 1, opts.Task, "")
-	return run.Record, run.Finish(ctx, turnErr, observability.VerdictNone)
-}
-
-// Begin checks the options, provisions the sandbox and writes the first
-// record. Bad input is an *Error and nothing is created.
-func Begin(ctx context.Context, opts Options) (*Run, error) {
+// run1 runs one run: preflight, begin, drive (the mode's strategy, or
+// spawn pr's fix of a person's review), finish. gh, when not nil, is the
+// pull request side the caller already opened.
+func run1(ctx context.Context, opts Options, sink Sink, gh *hub, drive func(context.Context, *run) (observability.Verdict, error)) (*observability.Record, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.Grace == 0 {
-		opts.Grace = 2 * time.Second
+		opts.Grace = proc.DefaultGrace
 	}
-	if opts.RepoDir == "" {
-		opts.RepoDir = "."
-	}
-	if opts.Mode == "" {
-		opts.Mode = opts.Config.Team.Mode
+	if sink == nil {
+		sink = Discard
 	}
 	opts.Task = strings.TrimSpace(opts.Task)
-	if opts.Task == "" {
-		return nil, errorf(KindUsage, nil, "no task given; pass it as arguments, with --task-file, or on stdin with -")
-	}
-	switch {
-	case !slices.Contains(modes, opts.Mode):
-		return nil, errorf(KindUsage, nil, "%q is not a mode; use one of %s", opts.Mode, strings.Join(modes, ", "))
-	case opts.Mode == "github":
-		return nil, errorf(KindNotImplemented, nil, "mode github is not implemented yet; use --mode pingpong, sequential or solo")
-	}
 	started := opts.Now()
-	id := newID(started)
-	plan, err := planSandbox(ctx, opts.RepoDir, opts.Base, opts.Branch, id, opts.Task, opts.Env)
+	id := opts.ID
+	if id == "" {
+		id = runs.NewID(started)
+	}
+	pre, err := preflight(ctx, opts, id)
 	if err != nil {
-		return nil, err
+		return rejected(opts, started, err), err
 	}
-	if _, err := claudeBinary(opts.Config, opts.Env); err != nil {
-		return nil, err
+	if gh != nil {
+		pre.gh = gh
 	}
-	if opts.Mode != "solo" {
-		if _, err := geminiBinary(opts.Config, opts.Env); err != nil {
-			return nil, err
+	r, err := begin(ctx, opts, pre, id, started, sink)
+	if err != nil {
+		return rejected(opts, started, err), err
+	}
+	verdict, err := drive(ctx, r)
+	return r.finish(ctx, verdict, err)
+}
+
+// rejected is the record of a run that was never created: no id, no
+// sandbox, the error and its exit code.
+func rejected(opts Options, started time.Time, err error) *observability.Record {
+	rec := observability.New("", opts.Task, opts.Config.Team.Mode, started)
+	rec.Error = &observability.Error{Kind: string(KindOf(err)), Message: err.Error()}
+	rec.Finish(observability.StatusFailed, ExitCode(err, observability.VerdictNone), opts.Now())
+	return rec
+}
+
+// checked is what the preflight found: everything a run needs, before
+// anything exists.
+type checked struct {
+	plan     sandbox.Plan
+	registry *runs.Registry
+	policy   team.Policy
+	claude   string
+	gemini   string // "" in solo mode
+	// isolation is the sandbox the agents get: bubblewrap or none.
+	isolation isolation.Report
+	// gh is github mode's side on GitHub; nil in the other modes.
+	gh *hub
+}
+
+// preflight checks the task, the mode, the repository, base and branch, the
+// agent CLIs and the run registry. Bad input is an error and nothing is
+// created.
+func preflight(ctx context.Context, opts Options, id string) (checked, error) {
+	cfg := opts.Config
+	if opts.Task == "" {
+		return checked{}, errorf(KindUsage, nil, "no task given; pass it as arguments, with --task-file, or on stdin with -")
+	}
+	if err := cfg.Validate(); err != nil {
+		return checked{}, err
+	}
+	// The branch is named after the task, with no secret in it.
+	named := observability.NewRedactor(opts.Env).String(opts.Task)
+	plan, err := sandbox.Prepare(ctx, sandbox.Request{RepoDir: opts.RepoDir, Base: opts.Base, Branch: opts.Branch, ID: id, Task: named, Env: opts.Env})
+	if err != nil {
+		return checked{}, err
+	}
+	c := checked{plan: plan, registry: runs.Open(plan.SpawnDir())}
+	if err := c.checkAgents(ctx, cfg, opts.Env); err != nil {
+		return checked{}, err
+	}
+	if cfg.Team.Mode == observability.ModeGitHub {
+		if c.gh, err = openHub(ctx, cfg, plan.Repo.Dir, opts.Base, opts.Env); err != nil {
+			return checked{}, err
 		}
 	}
-	if plan.dirty && opts.Notes != nil {
-		fmt.Fprintf(opts.Notes, "note: %s has uncommitted changes; the sandbox starts from %s without them\n", plan.repo.Dir, shortSHA(plan.base))
+	// Last: Check creates the registry's directory.
+	if err := c.registry.Check(); err != nil {
+		return checked{}, errorf(KindRepo, err, "cannot keep run records in %s (%v); make it writable, then run again", filepath.Join(plan.SpawnDir(), "runs"), err)
 	}
-	sb, err := plan.create(ctx)
-	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot create the sandbox worktree: %v", err)
-	}
-	run := &Run{
-		ID:       id,
-		Dir:      filepath.Join(sb.Repo.Dir, Dir, "runs", id),
-		Sandbox:  sb,
-		opts:     opts,
-		redactor: observability.NewRedactor(opts.Env),
-	}
-	if err := os.MkdirAll(run.Dir, 0o755); err != nil {
-		return nil, errorf(KindInternal, err, "cannot create the run directory %s: %v", run.Dir, err)
-	}
-	rec := observability.New(id, opts.Task, opts.Mode, started)
-	rec.Repo, rec.Base, rec.Branch, rec.SandboxPath = sb.Repo.Dir, sb.Base, sb.Branch, sb.Path
-	run.Record = rec
-	return run, run.Save()
+	return c, nil
 }
 
-// RecordPath is where the run's record is written.
-func (r *Run) RecordPath() string { return filepath.Join(r.Dir, "record.json") }
-
-// Save writes the record atomically, secrets redacted.
-func (r *Run) Save() error {
-	return r.Update(func(*observability.Record) {})
+// secretEnv names the secrets the environment does not show, for the
+// run's redactor: a GitHub token from `gh auth token`.
+func (c checked) secretEnv() []string {
+	if c.gh == nil {
+		return nil
+	}
+	var out []string
+	for i, s := range c.gh.loc.Secrets() {
+		out = append(out, fmt.Sprintf("SPAWN_GITHUB_SECRET_%d=%s", i, s))
+	}
+	return out
 }
 
-// Update changes the record under the run's lock and writes it: the one way
-// to change a record that concurrent agents (parallel reviewers) report to.
-func (r *Run) Update(change func(*observability.Record)) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	change(r.Record)
-	if err := observability.WriteFile(r.RecordPath(), r.Record, r.redactor); err != nil {
-		return errorf(KindInternal, err, "cannot write the record: %v", err)
+// checkAgents finds the agent CLIs the mode needs and the reviewer's
+// credentials, resolves the isolation the agents get, and sets the policy.
+func (c *checked) checkAgents(ctx context.Context, cfg config.Config, env []string) (err error) {
+	if c.claude, err = agentBinary("claude", cfg.Runners.Claude.Command, "@anthropic-ai/claude-code", env); err != nil {
+		return err
+	}
+	if cfg.Team.Mode.Reviewed() {
+		if c.gemini, err = agentBinary("gemini", cfg.Runners.Gemini.Command, "@google/gemini-cli", env); err != nil {
+			return err
+		}
+		if err := checkGeminiCredentials(env); err != nil {
+			return err
+		}
+	}
+	if c.isolation, err = isolation.Resolve(ctx, cfg.Sandbox.Isolation, env); err != nil {
+		return errorf(KindNoSandbox, err, "%v", err)
+	}
+	if cfg.Sandbox.Network == isolation.NetworkModelOnly && c.isolation.Mode != isolation.ModeBwrap {
+		return errorf(KindNoSandbox, nil, "network = \"model-only\" needs bubblewrap, but %s; %s, or set [sandbox] network = \"open\"", c.isolation.Reason, isolation.InstallHint)
+	}
+	c.policy = team.Policy{Mode: cfg.Team.Mode, MaxIterations: cfg.Team.MaxIterations, Parallel: cfg.Team.ParallelReviewers, MaxConcurrent: cfg.Team.MaxConcurrentReviewers}
+	for _, d := range cfg.Team.ReviewDomains {
+		c.policy.Domains = append(c.policy.Domains, prompts.Domain(d))
 	}
 	return nil
 }
 
-// Redactor is the run's secret redactor.
-func (r *Run) Redactor() *observability.Redactor { return r.redactor }
+// run is one run in progress: its sandbox, its directory in the registry,
+// its record and its event stream. It is the team.Run the strategies drive.
+type run struct {
+	opts   Options
+	pre    checked
+	sb     *sandbox.Sandbox
+	dir    *runs.Run
+	rec    *observability.Record
+	record *recorder
+	log    *eventLog
+	events *stream
+	red    *observability.Redactor
+	conf   *confinement // the agents' isolation, relay and guard
+	gh     *hub         // github mode's pull request; nil otherwise
 
-// Finish commits whatever the sandbox still holds, stamps the record with
-// the outcome and writes it. It returns runErr (or the error finishing
-// caused), so callers can `return run.Finish(ctx, err, verdict)`. It works on
-// a cancelled ctx: the work is saved even after Ctrl-C.
-func (r *Run) Finish(ctx context.Context, runErr error, verdict string) error {
+	spend spend // the run's cost so far, coder and reviewers
+
+	mu       sync.Mutex
+	procs    int               // agent processes started so far, numbering the transcripts
+	tamperN  int               // sandbox_tamper findings so far, numbering them
+	homes    map[string]string // reviewer seat -> private GEMINI_CLI_HOME
+	cleanups []func() error    // run by finish
+	warned   map[string]bool   // submodule leftovers already reported
+}
+
+// begin creates the sandbox, the run directory with its live lock, and
+// the first record. Sandbox creation is serialised per repository. When
+// it fails, what it created is removed.
+func begin(ctx context.Context, opts Options, pre checked, id string, started time.Time, sink Sink) (r *run, err error) {
+	unlock, err := pre.registry.LockRepo(ctx)
+	if err != nil {
+		return nil, errorf(KindInternal, err, "cannot lock %s for a new run: %v", pre.plan.SpawnDir(), err)
+	}
+	defer func() { err = errors.Join(err, unlock()) }()
+	sb, err := pre.plan.Create(ctx)
+	if err != nil {
+		return nil, errorf(KindInternal, err, "cannot create the sandbox worktree: %v", err)
+	}
+	undo := func(cause error) error {
+		return errors.Join(cause, sb.Remove(context.WithoutCancel(ctx)))
+	}
+	dir, err := pre.registry.Create(id)
+	if err != nil {
+		return nil, undo(errorf(KindInternal, err, "cannot create the run directory: %v", err))
+	}
+	conf, err := confine(ctx, opts, pre.isolation, sb, dir.Paths)
+	if err != nil {
+		return nil, undo(errors.Join(errorf(KindInternal, err, "cannot confine the agents: %v", err), dir.Remove()))
+	}
+	prevUndo := undo
+	undo = func(cause error) error { return prevUndo(errors.Join(cause, conf.close())) }
+	red := observability.NewRedactor(append(opts.Env, pre.secretEnv()...))
+	rec := observability.New(id, opts.Task, opts.Config.Team.Mode, started)
+	rec.Repo, rec.Base, rec.Branch, rec.SandboxPath = pre.plan.Repo.Dir, sb.Base, sb.Branch, sb.Path
+	rec.Isolation = conf.record()
+	r = &run{opts: opts, pre: pre, sb: sb, dir: dir, rec: rec, red: red, conf: conf, cleanups: []func() error{conf.close},
+		record: &recorder{rec: rec, path: dir.RecordPath(), red: red}}
+	if err := r.record.save(); err != nil {
+		return nil, undo(errors.Join(errorf(KindInternal, err, "%v", err), dir.Remove()))
+	}
+	if r.log, err = openEventLog(dir.EventsPath(), red); err != nil {
+		return nil, undo(errors.Join(errorf(KindInternal, err, "cannot write the event log: %v", err), dir.Remove()))
+	}
+	if sink == nil {
+		sink = Discard
+	}
+	r.events = &stream{run: id, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}
+	if r.gh = pre.gh; r.gh != nil {
+		r.gh.mu.Lock()
+		r.gh.narrate = func(text string) { r.emit(Event{Kind: EventNote, Text: text}) }
+		r.gh.mu.Unlock()
+	}
+	snapshot := *rec
+	r.emit(Event{Kind: EventStarted, Record: &snapshot})
+	r.emit(Event{Kind: EventPhase, Phase: PhaseSandbox, Text: sb.Path})
+	if dirty, err := pre.plan.Dirty(); err != nil {
+		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot tell whether %s has uncommitted changes: %v", pre.plan.Repo.Dir, err)})
+	} else if dirty {
+		r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("%s has uncommitted changes; the sandbox starts from %s without them", pre.plan.Repo.Dir, shortSHA(sb.Base))})
+	}
+	r.initSubmodules(ctx)
+	if conf.report.Mode != isolation.ModeBwrap {
+		r.emit(Event{Kind: EventWarning, Text: noSandboxWarning(conf.report)})
+	}
+	return r, nil
+}
+
+func (r *run) emit(e Event) { r.events.emit(e) }
+
+// noSandboxWarning is the loud warning of a run whose agents run without
+// bubblewrap.
+func noSandboxWarning(report isolation.Report) string {
+	return fmt.Sprintf("NO SANDBOX: the agents run without bubblewrap (%s); they can write anywhere you can. spawn still keeps credentials from them and undoes changes to your refs, HEAD, .git/config and hooks. To confine them, %s", report.Reason, isolation.InstallHint)
+}
+
+// finish commits whatever the sandbox still holds, removes the run's
+// private files, stamps the record with the outcome and writes it, and
+// releases the run's lock. It returns the record and runErr joined with any
+// error finishing met (runErr's kind decides the exit code). It works on a
+// cancelled ctx: the work is saved even after Ctrl-C.
+func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr error) (*observability.Record, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
+	r.emit(Event{Kind: EventPhase, Phase: PhaseFinish})
+	r.recordMessages()
+	if pending, err := r.dir.Inbox().Pending(); err == nil && len(pending) > 0 {
+		r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("%s sent with spawn send reached no coder turn: the run ended first; `spawn resume %s` hands them to the coder",
+			plural(len(pending), "message"), r.rec.ID)})
+	}
+	errs := []error{runErr, r.commitLeftovers(ctx, r.lastRound())}
+	r.pushLeftovers(ctx)
+	if err := errors.Join(errs...); neverStarted(err, r.rec) {
+		errs = append(errs, r.removeEmptySandbox(ctx, err))
+	}
 	for _, c := range r.cleanups {
-		if err := c(); err != nil && runErr == nil {
-			runErr = errorf(KindInternal, err, "cannot clean up: %v", err)
+		if err := c(); err != nil {
+			errs = append(errs, errorf(KindInternal, err, "cannot clean up: %v", err))
 		}
 	}
 	r.cleanups = nil
-	if _, err := r.CommitLeftovers(ctx, r.lastIteration()); err != nil && runErr == nil {
-		runErr = err
+	recErr := r.record.Err()
+	if recErr != nil && !errors.Is(runErr, recErr) {
+		errs = append(errs, r.recordError())
 	}
+	err := errors.Join(errs...)
 	status := observability.StatusSucceeded
-	switch KindOf(runErr) {
+	switch KindOf(err) {
 	case "":
 	case KindTimeout:
 		status = observability.StatusTimedOut
@@ -201,67 +331,111 @@ func (r *Run) Finish(ctx context.Context, runErr error, verdict string) error {
 	default:
 		status = observability.StatusFailed
 	}
-	saveErr := r.Update(func(rec *observability.Record) {
-		rec.Verdict = verdict
-		if runErr != nil {
-			rec.Error = &observability.Error{Kind: string(KindOf(runErr)), Message: r.redactor.String(runErr.Error())}
-		}
-		rec.Finish(status, ExitCode(runErr, verdict), r.opts.Now())
-	})
-	return errors.Join(runErr, saveErr)
+	outcome := &Outcome{Status: status, Verdict: verdict, ExitCode: ExitCode(err, verdict)}
+	if err != nil {
+		outcome.Error = &observability.Error{Kind: string(KindOf(err)), Message: r.red.String(err.Error())}
+	}
+	r.emit(Event{Kind: EventFinished, Outcome: outcome})
+	if recErr == nil {
+		recErr = r.recordError() // the final write
+	} else {
+		recErr = nil // already in err
+	}
+	return r.rec, errors.Join(err, recErr,
+		r.wrap(r.log.Close(), "cannot write the event log"),
+		r.wrap(r.dir.Close(), "cannot release the run's lock"))
 }
 
-func (r *Run) lastIteration() int {
+// pushLeftovers pushes, in github mode, what finish committed after the
+// pull request was opened, so the pull request holds all of the work even
+// when the run failed; a push that fails is a warning: the branch has it.
+func (r *run) pushLeftovers(ctx context.Context) {
+	if r.gh == nil || r.gh.prNumber() == 0 {
+		return
+	}
+	sha, err := r.gh.push(ctx, r.sb.Repo, r.sb.Branch)
+	if err != nil {
+		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot push the last of the work to the pull request (it is on %s): %v", r.sb.Branch, err)})
+		return
+	}
+	r.emit(Event{Kind: EventGitHub, GitHub: &GitHubStep{Pushed: sha}})
+}
+
+// wrap makes err an internal *Error with the message msg; nil stays nil.
+func (r *run) wrap(err error, msg string) error {
+	if err == nil {
+		return nil
+	}
+	return errorf(KindInternal, err, "%s: %v", msg, err)
+}
+
+// lastRound is the highest round an agent ran in.
+func (r *run) lastRound() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	it := 1
-	for _, c := range r.Record.CommandLines {
-		it = max(it, c.Iteration)
+	round := 1
+	for _, c := range r.rec.CommandLines {
+		round = max(round, c.Iteration)
 	}
-	return it
+	return round
 }
 
-// CommitLeftovers records the commits the agent made itself since the last
-// known commit, then commits whatever it left uncommitted as spawn. It
-// returns the sha of spawn's commit, "" when the tree was clean.
-func (r *Run) CommitLeftovers(ctx context.Context, iteration int) (string, error) {
-	if err := r.recordAgentCommits(ctx, iteration); err != nil {
-		return "", err
+// commitLeftovers records the commits the coder made itself since the last
+// known commit, then commits whatever it left uncommitted as spawn: one
+// status of the worktree, then add and commit only when it changed.
+func (r *run) commitLeftovers(ctx context.Context, round int) error {
+	if err := r.reportSubmoduleLeftovers(ctx); err != nil {
+		return err
 	}
-	task := r.redactor.String(firstLine(r.Record.Task))
-	msg := "spawn: " + task
-	if iteration > 1 {
-		msg = fmt.Sprintf("spawn: address review round %d: %s", iteration-1, task)
+	subject, msg := commitMessage(r.rec.ID, r.opts.Task, round, r.addressed(round))
+	// The coder's own commits are recorded even when committing the rest
+	// failed.
+	commits, sha, err := r.sb.Save(ctx, r.red.String(msg))
+	known := map[string]bool{}
+	r.mu.Lock()
+	for _, c := range r.rec.Commits {
+		known[c.SHA] = true
 	}
-	sha, err := r.Sandbox.Tree.CommitAll(ctx, msg)
-	if err != nil {
-		return "", errorf(KindInternal, err, "cannot commit the coder's work in %s: %v", r.Sandbox.Path, err)
-	}
-	return sha, r.Update(func(rec *observability.Record) {
-		if sha != "" {
-			rec.Commits = append(rec.Commits, observability.Commit{SHA: sha, Message: msg, Iteration: iteration, LLM: LLMSpawn})
+	r.mu.Unlock()
+	for _, c := range commits {
+		if !known[c.SHA] {
+			r.emit(Event{Kind: EventCommit, Round: round, Commit: &observability.Commit{SHA: c.SHA, Message: c.Subject, Iteration: round, LLM: observability.LLMClaude}})
 		}
-	})
+	}
+	if err != nil {
+		return r.sandboxError(err, "cannot commit the coder's work in "+r.sb.Path)
+	}
+	if sha != "" {
+		r.emit(Event{Kind: EventCommit, Round: round, Commit: &observability.Commit{SHA: sha, Message: r.red.String(subject), Iteration: round, LLM: observability.LLMSpawn}})
+	}
+	return nil
 }
 
-// recordAgentCommits adds the branch's commits the record does not know yet:
-// they were made by the coder.
-func (r *Run) recordAgentCommits(ctx context.Context, iteration int) error {
-	commits, err := r.Sandbox.Tree.Log(ctx, r.Sandbox.Base, "HEAD")
-	if err != nil {
-		return errorf(KindInternal, err, "cannot list the sandbox branch's commits: %v", err)
-	}
-	return r.Update(func(rec *observability.Record) {
-		known := map[string]bool{}
-		for _, c := range rec.Commits {
-			known[c.SHA] = true
-		}
-		for _, c := range commits {
-			if !known[c.SHA] {
-				rec.Commits = append(rec.Commits, observability.Commit{SHA: c.SHA, Message: c.Subject, Iteration: iteration, LLM: LLMClaude})
+// addressed are the findings the review before a fix round reported,
+// which that round's coder turn was asked to address; none in round 1.
+func (r *run) addressed(round int) []observability.Finding {
+	r.record.mu.Lock()
+	defer r.record.mu.Unlock()
+	var out []observability.Finding
+	seen := map[string]bool{}
+	for _, fb := range r.rec.ReviewFeedback {
+		for _, f := range fb.Findings {
+			if fb.Iteration == round-1 && !seen[f.ID] {
+				seen[f.ID] = true
+				out = append(out, f)
 			}
 		}
-	})
+	}
+	return out
+}
+
+// sandboxError is err as an *Error: sandbox_gone when the worktree was
+// deleted, internal otherwise.
+func (r *run) sandboxError(err error, msg string) error {
+	if errors.Is(err, sandbox.ErrGone) {
+		return errorf(KindSandboxGone, err, "%v", err)
+	}
+	return errorf(KindInternal, err, "%s: %v", msg, err)
 }
 
 func firstLine(s string) string {

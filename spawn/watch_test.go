@@ -11,6 +11,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
@@ -42,7 +43,7 @@ func TestModelHangIsStoppedByTheIdleTimeoutAndTheWorkIsKept(t *testing.T) {
 		modelserver.Turn{Hang: true},
 	)
 	start := time.Now()
-	r := runSolo(t, sc, "write a draft", func(c *Config) { c.Spawn.IdleTimeout = 3 * time.Second })
+	r := runSolo(t, sc, "write a draft", func(c *config.Config) { c.Spawn.IdleTimeout = 3 * time.Second })
 	elapsed := time.Since(start)
 
 	require.Error(t, r.err)
@@ -61,12 +62,14 @@ func TestModelHangIsStoppedByTheIdleTimeoutAndTheWorkIsKept(t *testing.T) {
 func TestHungBashCommandDoesNotSurvive(t *testing.T) {
 	const marker = "sleep 317"
 	sc := turns(modelserver.Turn{Tools: []modelserver.ToolCall{bash("s1", marker)}})
-	r := runSolo(t, sc, "wait a while", func(c *Config) {
-		c.Spawn.IdleTimeout = 4 * time.Second
+	r := runSolo(t, sc, "wait a while", func(c *config.Config) {
+		// A running tool call is under the tool timeout, not the idle one.
+		c.Spawn.ToolTimeout = 4 * time.Second
 		c.Permissions.AllowedTools = append(c.Permissions.AllowedTools, "Bash(sleep:*)")
 	})
 	require.Error(t, r.err)
 	assert.Equal(t, KindTimeout, KindOf(r.err))
+	assert.Contains(t, r.err.Error(), "tool_timeout")
 	assertGone(t, r.rec)
 	assert.Empty(t, testenv.Processes(t, func(c string) bool { return strings.Contains(c, marker) }),
 		"the hung command (and any shell running it) was killed with the agent")
@@ -80,7 +83,7 @@ func TestTotalTimeoutStopsABusyAgent(t *testing.T) {
 		ts = append(ts, modelserver.Turn{Delay: modelserver.Duration(300 * time.Millisecond),
 			Tools: []modelserver.ToolCall{write("t"+string(rune('a'+i%26))+string(rune('a'+i/26)), "f.txt", strings.Repeat("x", i)+"\n")}})
 	}
-	r := runSolo(t, turns(ts...), "keep busy", func(c *Config) {
+	r := runSolo(t, turns(ts...), "keep busy", func(c *config.Config) {
 		c.Spawn.IdleTimeout = 10 * time.Second
 		c.Spawn.TotalTimeout = 6 * time.Second
 	})
@@ -123,7 +126,7 @@ func TestEscalatableDenialIsGrantedInTheSameSession(t *testing.T) {
 	assert.Equal(t, "Bash(make:*)", makeReq.Rule)
 	assert.Empty(t, curlReq.Rule, "curl is not escalatable")
 	require.Len(t, rec.PermissionsGranted, 1, "only the escalatable denial is granted")
-	assert.Equal(t, observability.PermissionGrant{LLM: LLMClaude, Iteration: 1, Tool: "Bash", Rule: "Bash(make:*)"}, rec.PermissionsGranted[0])
+	assert.Equal(t, observability.PermissionGrant{LLM: observability.LLMClaude, Iteration: 1, Tool: "Bash", Rule: "Bash(make:*)"}, rec.PermissionsGranted[0])
 
 	// Two processes, the second resuming the first's session with the grant.
 	require.Len(t, rec.CommandLines, 2)
@@ -155,7 +158,7 @@ func TestEscalationStopsAtMaxEscalations(t *testing.T) {
 		modelserver.Turn{Text: "go build was denied."},
 		modelserver.Turn{Text: "Stopping here."},
 	)
-	r := runSolo(t, sc, "build twice", func(c *Config) { c.Team.MaxEscalations = 1 })
+	r := runSolo(t, sc, "build twice", func(c *config.Config) { c.Team.MaxEscalations = 1 })
 	require.NoError(t, r.err)
 	require.Len(t, r.rec.PermissionsGranted, 1)
 	assert.Equal(t, "Bash(make:*)", r.rec.PermissionsGranted[0].Rule)
@@ -199,7 +202,7 @@ func TestMaxTurnsBudgetStopsAndKeepsTheWork(t *testing.T) {
 		modelserver.Turn{Tools: []modelserver.ToolCall{write("w3", "c.txt", "c\n")}},
 		modelserver.Turn{Text: "Done."},
 	)
-	r := runSolo(t, sc, "write three files", func(c *Config) { c.Spawn.MaxTurns = 2 })
+	r := runSolo(t, sc, "write three files", func(c *config.Config) { c.Spawn.MaxTurns = 2 })
 	require.Error(t, r.err)
 	assert.Equal(t, KindBudget, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "max_turns")
@@ -215,8 +218,9 @@ func TestMaxCostBudgetStopsTheAgent(t *testing.T) {
 		ts = append(ts, modelserver.Turn{Tools: []modelserver.ToolCall{write("c"+string(rune('a'+i)), "n.txt", strings.Repeat("n", i+1)+"\n")}})
 	}
 	// Each scripted response reports 10 input and 5 output tokens: about
-	// $0.000525 at opus prices. The budget allows two responses, not three.
-	r := runSolo(t, turns(ts...), "spend", func(c *Config) { c.Spawn.MaxCostUSD = 0.0015 })
+	// $0.000175 at the prices of claude's default model (opus 4.8). The
+	// budget allows eight responses, not nine.
+	r := runSolo(t, turns(ts...), "spend", func(c *config.Config) { c.Spawn.MaxCostUSD = 0.0015 })
 	require.Error(t, r.err)
 	assert.Equal(t, KindBudget, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "max_cost_usd")
@@ -228,7 +232,7 @@ func TestMaxCostBudgetStopsTheAgent(t *testing.T) {
 func TestAuthErrorFailsFastAndSaysSo(t *testing.T) {
 	sc := turns(modelserver.Turn{Error: &modelserver.HTTPError{Status: 401, Message: "invalid x-api-key"}})
 	start := time.Now()
-	r := runSolo(t, sc, "anything", func(c *Config) { c.Runners.Claude.MaxRetries = 2 })
+	r := runSolo(t, sc, "anything", func(c *config.Config) { c.Runners.Claude.MaxRetries = 2 })
 	assert.Less(t, time.Since(start), 30*time.Second)
 	require.Error(t, r.err)
 	assert.Equal(t, KindAuth, KindOf(r.err))
@@ -243,7 +247,7 @@ func TestRateLimitThenSuccessCompletes(t *testing.T) {
 			Tools: []modelserver.ToolCall{write("w1", "ok.txt", "ok\n")}},
 		modelserver.Turn{Text: "Done."},
 	)
-	r := runSolo(t, sc, "retry please", func(c *Config) { c.Runners.Claude.MaxRetries = 2 })
+	r := runSolo(t, sc, "retry please", func(c *config.Config) { c.Runners.Claude.MaxRetries = 2 })
 	require.NoError(t, r.err)
 	assert.Equal(t, "ok", testenv.Git(t, r.repo, "show", r.rec.Branch+":ok.txt"))
 	statuses := []int{}

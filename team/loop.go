@@ -10,142 +10,244 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
-	"github.com/infinite-improbability-drive/spawn/spawn"
-	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
-// maxDiffBytes bounds the diff a reviewer is given; a larger diff is cut and
-// the cut is said in the prompt.
-const maxDiffBytes = 1 << 20
-
-// loop is one review loop over a run.
+// loop is one review loop (sequential or pingpong) over a run.
 type loop struct {
-	run        *spawn.Run
-	cfg        spawn.Config
-	mode       string
-	onProgress func(role string, p watcher.Progress)
+	p     Policy
+	task  string
+	run   Run
+	seats []*seat
+	// forge is told of each step in github mode; nil otherwise.
+	forge Forge
+	// maxRounds is the last review round: two in sequential mode,
+	// MaxIterations in pingpong, or where a continued run may go.
+	maxRounds int
 
-	reviewers    []*reviewer
-	findings     map[string]*tracked // by id
-	order        []string            // ids in the order first reported
-	coderSession string
-	reviewed     string          // the commit the reviewers last saw
-	openSets     map[string]bool // the sets of open ids after each round
+	findings map[string]*tracked // by id
+	order    []string            // ids in the order first reported
+	openSets map[string]bool     // the sets of open ids after each round
+
+	coder    Reply  // the coder's last reply: its session, final message and tests
+	base     string // the commit the run started from
+	reviewed string // the commit the reviewers last saw
+	// replies are the coder's replies to the findings of the last fix
+	// prompt; nil before the first fix turn.
+	replies []prompts.CoderReply
 }
 
-// reviewer is one reviewer seat: a domain of its own (parallel reviewers)
-// or all the configured domains, and its gemini session across rounds.
-type reviewer struct {
+// seat is one reviewer: a domain of its own (parallel reviewers) or all
+// the configured domains, and its session across rounds.
+type seat struct {
 	domains []prompts.Domain
 	label   string // the domain, or "all"
 	session string
+	// carried is the bytes the session holds: its prompts and answers so
+	// far, which a resumed request sends again.
+	carried int
+}
+
+// covers reports whether the seat reviews findings of domain d.
+func (s *seat) covers(d string) bool {
+	return s.label == "all" || slices.Contains(s.domains, prompts.Domain(d))
 }
 
 // tracked is a finding and its state across rounds.
 type tracked struct {
 	finding prompts.Finding
-	status  string // "open" | "resolved"
+	status  observability.FindingStatus
+	round   int // the round that first reported it
 }
 
-// result is one reviewer's answer in one round.
-type result struct {
-	seat       *reviewer
+// answer is one seat's answer in one round.
+type answer struct {
+	seat       *seat
+	shown      []prompts.Finding // the open findings the seat was shown
 	review     prompts.ReviewResult
 	raw        string
 	parseError string
+	// prompt and full are the bytes of the prompt sent and of a full
+	// re-review's prompt; fresh says the seat started a new session.
+	prompt, full int
+	fresh        bool
+	tokens       observability.Tokens
 }
 
-func newLoop(run *spawn.Run, opts spawn.Options) (*loop, error) {
-	cfg := opts.Config
-	l := &loop{run: run, cfg: cfg, mode: opts.Mode, onProgress: opts.OnProgress, findings: map[string]*tracked{}, openSets: map[string]bool{}, reviewed: run.Sandbox.Base}
-	var domains []prompts.Domain
-	for _, s := range cfg.Team.ReviewDomains {
-		d, err := prompts.ParseDomain(s)
-		if err != nil {
-			return nil, &spawn.ConfigError{Key: "spawn-team.review_domains", Msg: err.Error()}
-		}
-		domains = append(domains, d)
+func newLoop(p Policy, task, base string, run Run) *loop {
+	l := &loop{p: p, task: task, run: run, findings: map[string]*tracked{}, openSets: map[string]bool{}, base: base, reviewed: base, maxRounds: p.MaxIterations}
+	if p.Mode == observability.ModeSequential {
+		l.maxRounds = 2
 	}
+	domains := p.Domains
 	if len(domains) == 0 {
 		domains = prompts.Domains()
 	}
-	if cfg.Team.ParallelReviewers {
+	if p.Parallel {
 		for _, d := range domains {
-			l.reviewers = append(l.reviewers, &reviewer{domains: []prompts.Domain{d}, label: string(d)})
+			l.seats = append(l.seats, &seat{domains: []prompts.Domain{d}, label: string(d)})
 		}
 	} else {
-		l.reviewers = []*reviewer{{domains: domains, label: "all"}}
+		l.seats = []*seat{{domains: domains, label: "all"}}
 	}
-	return l, nil
+	return l
 }
 
 // drive runs the loop and returns the run's verdict. An error is an agent
-// failure (crash, timeout, interrupt, model API) that ended the loop.
-func (l *loop) drive(ctx context.Context) (string, error) {
-	sess, err := l.run.CoderTurn(ctx, 1, l.run.Record.Task, "")
-	if sess != nil && sess.SessionID != "" {
-		l.coderSession = sess.SessionID
-	}
-	if err != nil {
+// or sandbox failure (crash, timeout, interrupt, model API) that ended it.
+func (l *loop) drive(ctx context.Context) (observability.Verdict, error) {
+	if err := l.code(ctx, 1, prompts.Task(l.task)); err != nil {
 		return observability.VerdictNone, err
 	}
-	maxRounds := l.cfg.Team.MaxIterations
-	if l.mode == "sequential" {
-		maxRounds = 2
+	if err := l.coded(ctx, 1); err != nil {
+		return observability.VerdictNone, err
 	}
-	for round := 1; ; round++ {
-		head, err := l.run.Sandbox.Tree.Resolve(ctx, "HEAD")
+	return l.rounds(ctx, 1)
+}
+
+// coded tells the forge, in github mode, that the coder's turn of round
+// is committed, with its replies to the findings of a fix turn.
+func (l *loop) coded(ctx context.Context, round int) error {
+	if l.forge == nil {
+		return nil
+	}
+	var replies []observability.CoderReply
+	for _, r := range l.replies {
+		replies = append(replies, observability.CoderReply{Iteration: round, FindingID: r.FindingID, Action: r.Action, Reason: r.Reason})
+	}
+	return l.forge.AfterCode(ctx, round, replies)
+}
+
+// rounds runs review rounds from first on, each followed by a fix turn
+// unless it ends the loop, and returns the run's verdict.
+func (l *loop) rounds(ctx context.Context, first int) (observability.Verdict, error) {
+	for round := first; ; round++ {
+		head, err := l.run.Head(ctx)
 		if err != nil {
-			return observability.VerdictNone, fmt.Errorf("read the sandbox's HEAD: %w", err)
+			return observability.VerdictNone, err
 		}
 		delta := round > 1
+		changed := head != l.reviewed
 		diff, err := l.diff(ctx, l.reviewed, head)
 		if err != nil {
 			return observability.VerdictNone, err
 		}
+		whole := diff // the whole change, for a full re-review's prompt
+		if delta {
+			if whole, err = l.diff(ctx, l.base, head); err != nil {
+				return observability.VerdictNone, err
+			}
+		}
 		openBefore := l.open()
-		results, err := l.review(ctx, round, diff, delta)
+		if l.forge != nil {
+			if err := l.forge.BeforeReview(ctx, round, head); err != nil {
+				return observability.VerdictNone, err
+			}
+		}
+		answers, err := l.review(ctx, round, diff, whole, delta)
 		if err != nil {
 			return observability.VerdictNone, err
 		}
 		l.reviewed = head
-		verdict, err := l.apply(round, results, len(diff), delta)
-		if err != nil {
-			return observability.VerdictNone, err
+		report := l.apply(round, answers, len(diff), delta)
+		for i := range report.Feedback {
+			report.Feedback[i].Commit = head
 		}
-		switch {
-		case verdict == observability.VerdictReviewFailed:
-			return observability.VerdictReviewFailed, nil
-		case verdict == prompts.VerdictApprove:
-			return observability.VerdictApproved, nil
-		case l.mode == "sequential" && round == maxRounds:
-			return observability.VerdictChangesRequested, nil
-		case l.mode == "pingpong" && round > 1 && !resolvedAny(openBefore, l.findings):
-			return observability.VerdictNotConverged, nil
-		case l.mode == "pingpong" && l.repeated():
-			return observability.VerdictNotConverged, nil
-		case round >= maxRounds:
-			return observability.VerdictChangesRequested, nil
+		for _, r := range l.replies {
+			report.CoderReplies = append(report.CoderReplies, observability.CoderReply{
+				Iteration: round, FindingID: r.FindingID, Action: r.Action, Reason: r.Reason})
 		}
-		prompt, err := prompts.Fix(prompts.FixInput{Task: l.run.Record.Task, Findings: l.openFindings(nil), Round: round})
-		if err != nil {
-			return observability.VerdictNone, fmt.Errorf("render the fix prompt: %w", err)
+		verdict := l.verdict(answers)
+		end, note := l.decide(round, verdict, openBefore, changed)
+		report.Note = note
+		l.run.Reviewed(report)
+		if l.forge != nil {
+			if err := l.forge.AfterReview(ctx, report); err != nil {
+				return observability.VerdictNone, err
+			}
+			if end != "" {
+				return end, l.forge.AfterLoop(ctx, end)
+			}
 		}
-		sess, err := l.run.CoderTurn(ctx, round+1, prompt, l.coderSession)
-		if sess != nil && sess.SessionID != "" {
-			l.coderSession = sess.SessionID
+		if end != "" {
+			return end, nil
 		}
-		if err != nil {
+		if err := l.fix(ctx, round, false); err != nil {
 			return observability.VerdictNone, err
 		}
 	}
 }
 
+// fix runs the coder's fix turn after review round: the open findings to
+// fix or decline, then the coder's replies read from its final message.
+// again says the turn is a fix turn that was cut off and runs once more.
+func (l *loop) fix(ctx context.Context, round int, again bool) error {
+	toFix := l.openFindings(nil)
+	prompt, err := prompts.Fix(prompts.FixInput{Task: l.task, Findings: toFix, Round: round})
+	if err != nil {
+		return fmt.Errorf("render the fix prompt: %w", err)
+	}
+	if again {
+		prompt = prompts.Continue(prompt)
+	}
+	if err := l.code(ctx, round+1, prompt); err != nil {
+		return err
+	}
+	l.replies = prompts.ParseCoderReplies(l.coder.Text, findingIDs(toFix))
+	return l.coded(ctx, round+1)
+}
+
+func findingIDs(fs []prompts.Finding) []string {
+	ids := make([]string, len(fs))
+	for i, f := range fs {
+		ids[i] = f.ID
+	}
+	return ids
+}
+
+// decide says whether the round ends the loop, with which verdict, and why
+// when the loop stops converging. "" goes on to a fix turn.
+func (l *loop) decide(round int, verdict observability.ReviewVerdict, openBefore []string, changed bool) (observability.Verdict, string) {
+	stalled := func(why string) (observability.Verdict, string) {
+		if !changed {
+			why = fmt.Sprintf("the fix turn changed nothing and %s", why)
+		}
+		return observability.VerdictNotConverged, why
+	}
+	switch {
+	case verdict == observability.ReviewFailed:
+		return observability.VerdictReviewFailed, ""
+	case verdict == observability.ReviewApprove:
+		return observability.VerdictApproved, ""
+	case l.p.Mode == observability.ModeSequential && round >= l.maxRounds:
+		return observability.VerdictChangesRequested, ""
+	case l.p.Mode != observability.ModeSequential && round > 1 && !l.resolvedAny(openBefore):
+		return stalled(fmt.Sprintf("review round %d resolved none of the open findings", round))
+	case l.p.Mode != observability.ModeSequential && l.repeated():
+		return stalled(fmt.Sprintf("review round %d left the same findings open as an earlier round", round))
+	case round >= l.maxRounds:
+		return observability.VerdictChangesRequested, ""
+	}
+	return "", ""
+}
+
+// code runs a coder turn, resuming the coder's session after the first.
+func (l *loop) code(ctx context.Context, round int, prompt string) error {
+	reply, err := l.run.Code(ctx, CoderTurn{Round: round, Prompt: prompt, Resume: l.coder.Session})
+	if reply.Session != "" {
+		l.coder.Session = reply.Session
+	}
+	l.coder.Text, l.coder.Tests = reply.Text, reply.Tests
+	return err
+}
+
 // diff is the change from..to in the sandbox, cut at maxDiffBytes.
 func (l *loop) diff(ctx context.Context, from, to string) (string, error) {
-	d, err := l.run.Sandbox.Tree.Run(ctx, "diff", "--no-color", "--no-ext-diff", from, to)
+	if from == to {
+		return "", nil
+	}
+	d, err := l.run.Diff(ctx, from, to)
 	if err != nil {
-		return "", fmt.Errorf("diff the sandbox branch: %w", err)
+		return "", err
 	}
 	if len(d) > maxDiffBytes {
 		d = d[:maxDiffBytes] + fmt.Sprintf("\n[spawn: the diff is cut here; it is %d bytes long]\n", len(d))
@@ -154,167 +256,206 @@ func (l *loop) diff(ctx context.Context, from, to string) (string, error) {
 }
 
 // review runs every reviewer seat for the round, concurrently up to
-// max_concurrent_reviewers when reviewers are parallel.
-func (l *loop) review(ctx context.Context, round int, diff string, delta bool) ([]result, error) {
-	results := make([]result, len(l.reviewers))
+// MaxConcurrent when reviewers are parallel. diff is what the seats review
+// (the delta after round 1), whole the whole change.
+func (l *loop) review(ctx context.Context, round int, diff, whole string, delta bool) ([]answer, error) {
+	answers := make([]answer, len(l.seats))
 	g, gctx := errgroup.WithContext(ctx)
-	limit := 1
-	if l.cfg.Team.ParallelReviewers {
-		limit = l.cfg.Team.MaxConcurrentReviewers
+	g.SetLimit(1)
+	if l.p.Parallel {
+		g.SetLimit(max(l.p.MaxConcurrent, 1))
 	}
-	g.SetLimit(limit)
-	for i, seat := range l.reviewers {
-		open := l.openFindings(seat)
+	for i, s := range l.seats {
+		shown := l.openFindings(s)
+		in := prompts.ReviewInput{Task: l.task, Diff: diff, Delta: delta, OpenFindings: shown, Domains: s.domains, Round: round,
+			CoderSaid: l.coder.Text, Replies: l.replies, CoderTests: l.coder.Tests}
 		g.Go(func() error {
-			r, err := l.reviewOne(gctx, round, seat, diff, delta, open)
-			results[i] = r
+			a, err := l.ask(gctx, round, s, in, whole)
+			a.shown = shown
+			answers[i] = a
 			return err
 		})
 	}
-	return results, g.Wait()
+	return answers, g.Wait()
 }
 
-// reviewOne asks one reviewer, and once more with the repair prompt when
-// its answer does not parse.
-func (l *loop) reviewOne(ctx context.Context, round int, seat *reviewer, diff string, delta bool, open []prompts.Finding) (result, error) {
-	res := result{seat: seat}
-	prompt, err := prompts.Review(prompts.ReviewInput{
-		Task: l.run.Record.Task, Diff: diff, Delta: delta, OpenFindings: open, Domains: seat.domains, Round: round,
-	})
+// ask asks one seat, and once more with the repair prompt when its answer
+// does not parse.
+//
+// Which prompt: round 1 is a full review in a new session. Later, a seat
+// with a session is sent only what is new (prompts.ReReview: its session
+// already holds the instructions and the contract), as long as what the
+// resumed request replays (the session's earlier prompts and answers) plus
+// that prompt stays within a full re-review's prompt (instructions, task,
+// whole change, open findings). Past that, resuming would send more than a
+// fresh full review, so the seat starts a new session with the delta
+// review (prompts.Review with in.Delta): the instructions, the task, the
+// delta, the open findings and the coder's replies; or with the full
+// re-review when that is no longer (a tiny change) and the coder changed
+// something (the delta review says when it changed nothing). Both requests carry
+// the CLI's same fixed system instruction and tool definitions, so the
+// bytes compared are what differs between them.
+func (l *loop) ask(ctx context.Context, round int, s *seat, in prompts.ReviewInput, whole string) (answer, error) {
+	a := answer{seat: s}
+	full := in
+	full.Diff, full.Delta = whole, false
+	fullPrompt, err := prompts.Review(full)
 	if err != nil {
-		return res, fmt.Errorf("render the review prompt: %w", err)
+		return a, fmt.Errorf("render the review prompt: %w", err)
 	}
-	answer, err := l.ask(ctx, round, seat, prompt)
+	prompt := fullPrompt
+	if in.Delta {
+		if prompt, err = prompts.ReReview(in); err != nil {
+			return a, fmt.Errorf("render the re-review prompt: %w", err)
+		}
+		if s.session == "" || s.carried+len(prompt) > len(fullPrompt) {
+			s.session, s.carried = "", 0
+			if prompt, err = prompts.Review(in); err != nil {
+				return a, fmt.Errorf("render the review prompt: %w", err)
+			}
+			if len(fullPrompt) <= len(prompt) && in.Diff != "" { // a tiny change: the whole is no longer
+				prompt = fullPrompt
+			}
+		}
+	}
+	a.prompt, a.full, a.fresh = len(prompt), len(fullPrompt), s.session == ""
+	text, err := l.turn(ctx, round, s, prompt, &a.tokens)
 	if err != nil {
-		return res, err
+		return a, err
 	}
-	res.raw = answer
-	rev, perr := prompts.ParseReview(answer)
+	a.raw = text
+	rev, perr := prompts.ParseReview(text)
 	if perr != nil {
 		repair, err := prompts.Repair(perr)
 		if err != nil {
-			return res, fmt.Errorf("render the repair prompt: %w", err)
+			return a, fmt.Errorf("render the repair prompt: %w", err)
 		}
-		answer, err = l.ask(ctx, round, seat, repair)
-		if err != nil {
-			return res, err
+		if text, err = l.turn(ctx, round, s, repair, &a.tokens); err != nil {
+			return a, err
 		}
-		res.raw += "\n\n[spawn: repair turn]\n\n" + answer
-		rev, perr = prompts.ParseReview(answer)
+		a.raw += "\n\n[spawn: repair turn]\n\n" + text
+		rev, perr = prompts.ParseReview(text)
 	}
 	if perr != nil {
-		res.parseError = perr.Error()
-		return res, nil
+		a.parseError = perr.Error()
+		return a, nil
 	}
-	res.review = rev
-	return res, nil
+	a.review = rev
+	return a, nil
 }
 
-// ask runs the reviewer seat's session (resumed when it has one) and
-// returns its final answer.
-func (l *loop) ask(ctx context.Context, round int, seat *reviewer, prompt string) (string, error) {
-	sess, err := l.run.ReviewerTurn(ctx, seat.label, round, prompt, seat.session)
-	if sess != nil && sess.SessionID != "" {
-		seat.session = sess.SessionID
+// turn runs the seat's session (resumed when it has one) once, counts the
+// bytes the session now holds, and adds the tokens the CLI reported to
+// tokens.
+func (l *loop) turn(ctx context.Context, round int, s *seat, prompt string, tokens *observability.Tokens) (string, error) {
+	reply, err := l.run.Review(ctx, ReviewerTurn{Round: round, Seat: s.label, Prompt: prompt, Resume: s.session})
+	if reply.Session != "" {
+		s.session = reply.Session
 	}
-	if err != nil {
-		return "", err
-	}
-	return sess.Result.Text, nil
+	s.carried += len(prompt) + len(reply.Text)
+	tokens.Input += reply.Tokens.Input
+	tokens.Cached += reply.Tokens.Cached
+	tokens.Output += reply.Tokens.Output
+	return reply.Text, err
 }
 
-// apply folds a round's answers into the findings and the record, and
-// returns the round's verdict: review_failed if any answer could not be
-// used; approve only if every reviewer approves and no open finding is
-// critical or high; request_changes otherwise.
-func (l *loop) apply(round int, results []result, diffBytes int, delta bool) (string, error) {
-	verdict := prompts.VerdictApprove
+// apply folds a round's answers into the tracked findings and returns the
+// round as the record keeps it.
+//
+// The rule for open findings a reviewer neither repeats nor lists as
+// resolved: an approve resolves every open finding the seat was shown and
+// did not repeat (the reviewer reviewed the fix and approved with nothing
+// open; a real model forgets optional keys), and the record lists them in
+// resolved_by_approval; a request_changes leaves them open.
+func (l *loop) apply(round int, answers []answer, diffBytes int, delta bool) Round {
 	var entries []observability.ReviewFeedback
-	for _, r := range results {
+	for _, a := range answers {
 		entry := observability.ReviewFeedback{
-			Iteration: round, Reviewer: spawn.LLMGemini, Domain: r.seat.label,
-			RawResponse: r.raw, DiffBytes: diffBytes, Delta: delta, ParseError: r.parseError,
+			Iteration: round, Reviewer: observability.LLMGemini, Domain: a.seat.label,
+			RawResponse: a.raw, DiffBytes: diffBytes, Delta: delta, ParseError: a.parseError,
+			PromptBytes: a.prompt, FullPromptBytes: a.full, Fresh: a.fresh, Tokens: a.tokens,
 		}
-		if r.parseError != "" {
-			entry.Verdict = observability.VerdictReviewFailed
+		if a.parseError != "" {
+			entry.Verdict = observability.ReviewFailed
 			entry.Summary = "the reviewer's answer could not be used, even after a repair turn"
-			verdict = observability.VerdictReviewFailed
 			entries = append(entries, entry)
 			continue
 		}
-		rev := r.review
+		rev := a.review
 		entry.Verdict, entry.Summary = rev.Verdict, rev.Summary
 		for _, id := range rev.Resolved {
-			if t, ok := l.findings[id]; ok && t.status == "open" {
-				t.status = "resolved"
+			if t, ok := l.findings[id]; ok && t.status == observability.FindingOpen {
+				t.status = observability.FindingResolved
 				entry.Resolved = append(entry.Resolved, id)
 			}
 		}
+		repeated := map[string]bool{}
 		for _, f := range rev.Findings {
+			repeated[f.ID] = true
 			t, ok := l.findings[f.ID]
 			if !ok {
-				t = &tracked{finding: f}
+				t = &tracked{finding: f, round: round}
 				l.findings[f.ID] = t
 				l.order = append(l.order, f.ID)
-			} else if severityRank(f.Severity) < severityRank(t.finding.Severity) {
-				t.finding.Severity = f.Severity
+			} else {
+				sev := t.finding.Severity
+				t.finding = f
+				if sev.Rank() > f.Severity.Rank() {
+					t.finding.Severity = sev // a repeat never lowers the severity
+				}
 			}
-			t.status = "open"
+			t.status = observability.FindingOpen
 			entry.Findings = append(entry.Findings, observability.Finding{ID: f.ID})
 		}
-		if rev.Verdict != prompts.VerdictApprove && verdict != observability.VerdictReviewFailed {
-			verdict = prompts.VerdictRequestChanges
+		if entry.Verdict == observability.ReviewApprove {
+			for _, f := range a.shown {
+				if t := l.findings[f.ID]; !repeated[f.ID] && t.status == observability.FindingOpen {
+					t.status = observability.FindingResolved
+					entry.ResolvedByApproval = append(entry.ResolvedByApproval, f.ID)
+				}
+			}
 		}
 		entries = append(entries, entry)
 	}
-	for _, e := range entries {
-		l.tell(fmt.Sprintf("round %d, %s: %s, %d findings, %d resolved", round, e.Domain, e.Verdict, len(e.Findings), len(e.Resolved)))
-	}
-	if verdict == prompts.VerdictApprove {
-		for _, f := range l.openFindings(nil) {
-			if f.Severity == prompts.SeverityCritical || f.Severity == prompts.SeverityHigh {
-				verdict = prompts.VerdictRequestChanges
-			}
-		}
-	}
-	return verdict, l.run.Update(func(rec *observability.Record) {
-		rec.ReviewFeedback = append(rec.ReviewFeedback, entries...)
-		for _, id := range l.order {
-			t := l.findings[id]
-			if !isSecurity(t.finding) || hasSecurityFinding(rec, id) {
-				continue
-			}
-			rec.SecurityFindings = append(rec.SecurityFindings, observability.SecurityFinding{
-				ID: id, Iteration: round, Severity: t.finding.Severity, File: t.finding.File, Line: t.finding.Line,
-				Description: t.finding.Title + ": " + t.finding.Detail, Recommendation: t.finding.Suggestion,
+	r := Round{Number: round, Feedback: entries}
+	for _, id := range l.order {
+		t := l.findings[id]
+		r.Findings = append(r.Findings, toRecord(t))
+		if isSecurity(t.finding) {
+			f := t.finding
+			r.Security = append(r.Security, observability.SecurityFinding{
+				ID: id, Iteration: t.round, Severity: f.Severity, File: f.File, Line: f.Line,
+				Description: f.Title + ": " + f.Detail, Recommendation: f.Suggestion, Status: t.status,
 			})
 		}
-		l.refresh(rec)
-	})
-}
-
-// tell reports an orchestrator event to whoever watches the run.
-func (l *loop) tell(detail string) {
-	if l.onProgress != nil {
-		l.onProgress("reviewer", watcher.Progress{Kind: watcher.ProgressReview, Detail: detail})
 	}
-}
-
-// refresh writes every finding's current state into the record.
-func (l *loop) refresh(rec *observability.Record) {
-	for i := range rec.ReviewFeedback {
-		for j, f := range rec.ReviewFeedback[i].Findings {
-			if t, ok := l.findings[f.ID]; ok {
-				rec.ReviewFeedback[i].Findings[j] = toRecord(t)
-			}
+	for i := range r.Feedback {
+		for j, f := range r.Feedback[i].Findings {
+			r.Feedback[i].Findings[j] = toRecord(l.findings[f.ID])
 		}
 	}
-	for i, s := range rec.SecurityFindings {
-		if t, ok := l.findings[s.ID]; ok {
-			rec.SecurityFindings[i].Status = t.status
-			rec.SecurityFindings[i].Severity = t.finding.Severity
+	return r
+}
+
+// verdict is the round's verdict: review_failed if any answer could not be
+// used; approve only if every seat approves and no open finding is
+// blocking (critical or high); request_changes otherwise.
+func (l *loop) verdict(answers []answer) observability.ReviewVerdict {
+	verdict := observability.ReviewApprove
+	for _, a := range answers {
+		switch {
+		case a.parseError != "":
+			return observability.ReviewFailed
+		case a.review.Verdict != observability.ReviewApprove:
+			verdict = observability.ReviewRequestChanges
 		}
 	}
+	for _, f := range l.openFindings(nil) {
+		if f.Severity.Blocking() {
+			verdict = observability.ReviewRequestChanges
+		}
+	}
+	return verdict
 }
 
 func toRecord(t *tracked) observability.Finding {
@@ -327,7 +468,7 @@ func toRecord(t *tracked) observability.Finding {
 func (l *loop) open() []string {
 	var ids []string
 	for id, t := range l.findings {
-		if t.status == "open" {
+		if t.status == observability.FindingOpen {
 			ids = append(ids, id)
 		}
 	}
@@ -346,62 +487,50 @@ func (l *loop) repeated() bool {
 	return false
 }
 
-// openFindings lists the open findings, most severe first; for a seat, only
-// those in its domains.
-func (l *loop) openFindings(seat *reviewer) []prompts.Finding {
-	var out []prompts.Finding
-	for _, id := range l.order {
-		t := l.findings[id]
-		if t.status != "open" {
-			continue
-		}
-		if seat != nil && !slices.Contains(seat.domains, prompts.Domain(t.finding.Domain)) && seat.label != "all" {
-			continue
-		}
-		out = append(out, t.finding)
-	}
-	slices.SortStableFunc(out, func(a, b prompts.Finding) int { return severityRank(a.Severity) - severityRank(b.Severity) })
-	return out
-}
-
 // resolvedAny reports whether any finding open before the round is
 // resolved now. With nothing open before, there was nothing to resolve.
-func resolvedAny(openBefore []string, findings map[string]*tracked) bool {
+func (l *loop) resolvedAny(openBefore []string) bool {
 	if len(openBefore) == 0 {
 		return true
 	}
 	for _, id := range openBefore {
-		if findings[id].status == "resolved" {
+		if l.findings[id].status == observability.FindingResolved {
 			return true
 		}
 	}
 	return false
 }
 
-func severityRank(s string) int {
-	return slices.Index([]string{prompts.SeverityCritical, prompts.SeverityHigh, prompts.SeverityMedium, prompts.SeverityLow, prompts.SeverityInfo}, s)
+// openFindings lists the open findings, most severe first; for a seat, only
+// those in its domains.
+func (l *loop) openFindings(s *seat) []prompts.Finding {
+	var out []prompts.Finding
+	for _, id := range l.order {
+		t := l.findings[id]
+		if t.status != observability.FindingOpen || (s != nil && !s.covers(t.finding.Domain)) {
+			continue
+		}
+		out = append(out, t.finding)
+	}
+	slices.SortStableFunc(out, func(a, b prompts.Finding) int {
+		return b.Severity.Rank() - a.Severity.Rank()
+	})
+	return out
 }
 
-// isSecurity reports whether a finding belongs in security_findings.
+// isSecurity reports whether a finding belongs in security_findings: every
+// finding of the security domain, and every blocking finding that speaks
+// of security.
 func isSecurity(f prompts.Finding) bool {
 	if f.Domain == string(prompts.Security) {
 		return true
 	}
-	if f.Severity != prompts.SeverityCritical && f.Severity != prompts.SeverityHigh {
+	if !f.Severity.Blocking() {
 		return false
 	}
 	text := strings.ToLower(f.Title + " " + f.Detail)
 	for _, w := range []string{"security", "inject", "auth", "secret", "credential", "password", "token", "xss", "csrf", "ssrf", "vulnerab", "traversal", "privilege"} {
 		if strings.Contains(text, w) {
-			return true
-		}
-	}
-	return false
-}
-
-func hasSecurityFinding(rec *observability.Record, id string) bool {
-	for _, s := range rec.SecurityFindings {
-		if s.ID == id {
 			return true
 		}
 	}

@@ -1,12 +1,16 @@
-// Package team is spawn's orchestrator: a coder and a reviewer from
-// different model families, looping until the work is approved.
+// Package team is spawn's review policy: a coder and a reviewer from
+// different model families, looping until the work is approved. Each mode
+// is a strategy over the small Run interface this package declares, so the
+// whole policy (verdicts, convergence, repair turns, finding tracking) runs
+// and is tested without any agent CLI:
 //
 //   - solo: one coder turn, no reviewer;
 //   - sequential: coder, review, one fix turn, final review (its verdict is
 //     the run's);
 //   - pingpong: coder, review, fix, review... until the reviewers approve,
 //     max_iterations is reached (changes_requested), or the loop stops
-//     converging (not_converged).
+//     converging (not_converged);
+//   - github: pingpong's loop, published as a pull request (Forge).
 //
 // A reviewer's answer that cannot be parsed is never an approval: the
 // reviewer is asked once more (a repair turn), and if that fails too the
@@ -15,30 +19,135 @@ package team
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/prompts"
 )
 
-// Execute runs the task in the mode opts (or its configuration) names. The
-// record is returned whenever a sandbox was created, whatever the outcome;
-// err says why the run failed and, with the record's verdict, decides the
-// exit code (spawn.ExitCode). When the record is nil, nothing was created.
-func Execute(ctx context.Context, opts spawn.Options) (*observability.Record, error) {
-	if opts.Mode == "" {
-		opts.Mode = opts.Config.Team.Mode
+// Run is what the policy needs of a run: the two agents, the sandbox's
+// history, and somewhere to report each review round. spawn implements it
+// over the real CLIs; tests implement it with scripted answers.
+type Run interface {
+	// Code runs a coder turn in the sandbox (resuming t.Resume when set)
+	// and commits what the coder left. The error ends the loop.
+	Code(ctx context.Context, t CoderTurn) (Reply, error)
+	// Review runs one reviewer seat's turn (resuming t.Resume when set) and
+	// returns its answer. The error ends the loop. Parallel seats call it
+	// concurrently.
+	Review(ctx context.Context, t ReviewerTurn) (Reply, error)
+	// Head is the commit at the tip of the sandbox branch.
+	Head(ctx context.Context) (string, error)
+	// Diff is the change from..to on the sandbox branch ("" when none).
+	Diff(ctx context.Context, from, to string) (string, error)
+	// Reviewed reports a finished review round. It may be called from the
+	// goroutine that runs the loop only.
+	Reviewed(r Round)
+}
+
+// Forge is where a github-mode run is published besides its sandbox: a
+// pull request. The github strategy is pingpong's loop (the same turns,
+// verdicts and convergence) with its Run also a Forge, told of each step;
+// spawn implements it over package team/github. An error from a Forge
+// method ends the loop.
+type Forge interface {
+	// AfterCode: the coder's turn of round is committed. Push the branch,
+	// open the pull request (or update it); after a fix turn, answer the
+	// threads of the findings the coder replied to (replies).
+	AfterCode(ctx context.Context, round int, replies []observability.CoderReply) error
+	// BeforeReview: review round is about to review the commit head.
+	BeforeReview(ctx context.Context, round int, head string) error
+	// AfterReview: post round r's reviews, one per seat; close the
+	// threads of the findings it confirmed resolved and answer those still
+	// open.
+	AfterReview(ctx context.Context, r Round) error
+	// AfterLoop: the loop ended with verdict (after the AfterReview of
+	// its last round).
+	AfterLoop(ctx context.Context, verdict observability.Verdict) error
+}
+
+// CoderTurn is one turn of the coder.
+type CoderTurn struct {
+	Round  int // 1 for the first turn, N+1 for the fix of review round N
+	Prompt string
+	Resume string // the coder's session to resume; "" starts one
+}
+
+// ReviewerTurn is one turn of a reviewer seat.
+type ReviewerTurn struct {
+	Round  int
+	Seat   string // the seat's domain, or "all"
+	Prompt string
+	Resume string // the seat's session to resume; "" starts one
+}
+
+// Reply is an agent's answer to a turn.
+type Reply struct {
+	Session string // the agent's session id, to resume it
+	Text    string // its final message
+	// Tests is the coder's last test run in the turn: the command and the
+	// end of its output; "" when it ran none. The reviewers are shown it.
+	Tests string
+	// Tokens are the tokens the agent CLI reported for the turn.
+	Tokens observability.Tokens
+}
+
+// Round is a finished review round as the record keeps it.
+type Round struct {
+	Number int
+	// Feedback holds one entry per reviewer seat.
+	Feedback []observability.ReviewFeedback
+	// Findings is every finding seen so far, with its current status.
+	Findings []observability.Finding
+	// Security is every finding about security seen so far.
+	Security []observability.SecurityFinding
+	// CoderReplies are the coder's replies, in the fix turn before this
+	// round, to the findings it was asked to fix (Iteration is that coder
+	// turn: Number). Empty in round 1 and when the coder followed no
+	// contract.
+	CoderReplies []observability.CoderReply
+	// Note explains the round's outcome when it ended the loop without an
+	// approval ("the fix turn changed nothing"); "" otherwise.
+	Note string
+}
+
+// Policy is the loop's configuration.
+type Policy struct {
+	Mode observability.Mode
+	// MaxIterations bounds the review rounds (pingpong; sequential has two).
+	MaxIterations int
+	// Domains are the review domains; empty means all of them.
+	Domains []prompts.Domain
+	// Parallel gives each domain a reviewer seat of its own, run
+	// concurrently up to MaxConcurrent.
+	Parallel      bool
+	MaxConcurrent int
+}
+
+// maxDiffBytes bounds the diff a reviewer is given; a larger diff is cut and
+// the cut is said in the prompt.
+const maxDiffBytes = 1 << 20
+
+// Drive runs the task under the policy's mode and returns the run's
+// verdict. base is the commit the sandbox branch starts from. An error is
+// an agent or sandbox failure that ended the loop; the verdict is then
+// VerdictNone unless a review round had already ended it.
+func Drive(ctx context.Context, p Policy, task, base string, run Run) (observability.Verdict, error) {
+	switch p.Mode {
+	case observability.ModeSolo:
+		_, err := run.Code(ctx, CoderTurn{Round: 1, Prompt: task})
+		return observability.VerdictNone, err
+	case observability.ModeSequential, observability.ModePingpong:
+		l := newLoop(p, task, base, run)
+		return l.drive(ctx)
+	case observability.ModeGitHub:
+		f, ok := run.(Forge)
+		if !ok {
+			return observability.VerdictNone, fmt.Errorf("team: mode github needs a run that is a Forge")
+		}
+		l := newLoop(p, task, base, run)
+		l.forge = f
+		return l.drive(ctx)
 	}
-	if opts.Mode == "solo" {
-		return spawn.Execute(ctx, opts)
-	}
-	run, err := spawn.Begin(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	l, err := newLoop(run, opts)
-	if err != nil {
-		return run.Record, run.Finish(ctx, err, observability.VerdictNone)
-	}
-	verdict, err := l.drive(ctx)
-	return run.Record, run.Finish(ctx, err, verdict)
+	return observability.VerdictNone, fmt.Errorf("team: mode %q has no strategy", p.Mode)
 }

@@ -1,10 +1,12 @@
 // Package watcher supervises agents. Run supervises one agent process from
-// start to end: it starts it through the exec seam in a process group of its
-// own, feeds its stdout to the agent's parser, keeps redacted transcripts,
-// enforces the idle and total timeouts with timers (a silent hang is
-// caught), stops it gracefully when a budget is hit, and stops the whole
-// process tree when the run must end. Supervise runs one agent session, as
-// many processes as it takes: it resumes the session to grant escalatable
+// start to end: it starts it through the exec seam (under proc's reaper, in
+// a process group of its own), follows its stdout and stderr, which it
+// writes to private files, feeds stdout to the agent's parser, keeps
+// redacted transcripts, enforces the idle and total timeouts with timers (a
+// silent hang is caught), stops it gracefully when a budget is hit, and
+// stops the whole process tree when the run must end; nothing the agent
+// started outlives its process. Supervise runs one agent session, as many
+// processes as it takes: it resumes the session to grant escalatable
 // permissions and to answer the agent's questions, and enforces turn and
 // cost budgets across them.
 package watcher
@@ -13,10 +15,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,7 +43,9 @@ type Options struct {
 	// variables are added over it.
 	Env []string
 	// Transcript and Errlog receive the agent's raw stdout and stderr, line
-	// by line, with secrets redacted. Either may be nil.
+	// by line, with secrets redacted. Either may be nil. The caller owns
+	// them; after a write error, Run writes no more to that one and reports
+	// the error in Outcome.WatchErr.
 	Transcript io.Writer
 	Errlog     io.Writer
 	Redactor   *observability.Redactor
@@ -49,33 +53,47 @@ type Options struct {
 	// TotalTimeout when it runs this long. Zero means no limit.
 	IdleTimeout  time.Duration
 	TotalTimeout time.Duration
+	// ToolTimeout replaces IdleTimeout while a tool call is in flight (a
+	// tool use without its result yet): a test suite that prints nothing
+	// for minutes is not a silent agent. The agent is stopped with
+	// StopToolTimeout when it stays silent this long with a tool running.
+	// Zero means IdleTimeout applies to tool calls too.
+	ToolTimeout time.Duration
 	// Grace is how long a stopping agent gets between SIGTERM and SIGKILL.
 	Grace time.Duration
 	// OnEvent is called for every parsed event, in order, from one
 	// goroutine. A non-empty return stops the agent gracefully (SIGINT, so
 	// claude can write its result; then Grace; then the tree is killed), and
 	// becomes Outcome.Stopped: it is how budgets are enforced.
-	OnEvent func(runners.Event) (stop string)
+	OnEvent func(runners.Event) (stop StopReason)
 	// Hurry, when closed, kills the agent's tree at once, with no grace
 	// period (a second Ctrl-C).
 	Hurry <-chan struct{}
 }
 
-// Stop reasons.
+// StopReason says why the watcher stopped an agent.
+type StopReason string
+
+// The stop reasons; "" means the agent ended by itself.
 const (
-	StopIdleTimeout  = "idle_timeout"
-	StopTotalTimeout = "total_timeout"
-	StopCancelled    = "cancelled"
-	StopMaxTurns     = "max_turns"
-	StopMaxCost      = "max_cost_usd"
+	StopIdleTimeout  StopReason = "idle_timeout"
+	StopToolTimeout  StopReason = "tool_timeout"
+	StopTotalTimeout StopReason = "total_timeout"
+	StopCancelled    StopReason = "cancelled"
+	StopMaxTurns     StopReason = "max_turns"
+	StopMaxCost      StopReason = "max_cost_usd"
 )
 
 // Outcome is what happened to one agent process.
 type Outcome struct {
 	Argv []string
 	Dir  string
-	// Pid is the agent's process id, which is also its process group id.
-	Pid       int
+	// Pid is the process spawn started and signals: the agent's reaper
+	// (see internal/proc), the leader of the agent's process group (so
+	// also its group id) and the ancestor of everything the agent starts.
+	Pid int
+	// AgentPid is the agent CLI's own process id, a child of Pid.
+	AgentPid  int
 	StartedAt time.Time
 	Duration  time.Duration
 	ExitCode  int
@@ -85,17 +103,32 @@ type Outcome struct {
 	Result *runners.Result
 	// Stopped says why the watcher stopped the agent: one of the Stop*
 	// constants, or "" when it ended by itself.
-	Stopped string
+	Stopped StopReason
 	// ParseErr is an error reading the agent's stdout.
 	ParseErr error
+	// WatchErr is a failure of the watcher's own that did not keep the
+	// agent from running: writing Transcript or Errlog (the first write
+	// error of each), following or releasing the files the agent wrote to,
+	// or waiting for the process. The outcome stands; the transcripts may
+	// be incomplete.
+	WatchErr error
 	// StderrTail is the last meaningful line the agent wrote to stderr.
 	StderrTail string
+	// Tool is, when Stopped is StopToolTimeout, the tool call that was
+	// running: a shell tool's command, else the tool's name.
+	Tool string
 }
 
 // Run starts the agent for turn and supervises it until it exits. Cancelling
 // ctx stops the agent (SIGTERM to the tree, Grace, SIGKILL) and Run returns
 // its outcome with Stopped set to StopCancelled. The error is set only when
 // the agent could not be started.
+//
+// The agent runs under proc's reaper: when Run returns, the agent and every
+// process it started are gone, whether it exited, crashed, timed out or was
+// stopped. Its stdout and stderr are private temporary files (see
+// newOutputFile) that Run follows as they grow and frees before it returns;
+// the caller owns Transcript and Errlog and closes them.
 func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Outcome, error) {
 	cmd, err := agent.Command(turn)
 	if err != nil {
@@ -103,15 +136,13 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 	}
 	out := Outcome{Argv: append([]string{cmd.Path}, cmd.Args...), Dir: cmd.Dir}
 
-	stdoutR, stdoutW, err := os.Pipe()
+	stdout, err := newOutputFile("stdout")
 	if err != nil {
-		return out, fmt.Errorf("stdout pipe: %w", err)
+		return out, err
 	}
-	stderrR, stderrW, err := os.Pipe()
+	stderr, err := newOutputFile("stderr")
 	if err != nil {
-		_ = stdoutR.Close()
-		_ = stdoutW.Close()
-		return out, fmt.Errorf("stderr pipe: %w", err)
+		return out, errors.Join(err, stdout.close())
 	}
 	out.StartedAt = time.Now()
 	p, err := proc.Start(proc.Cmd{
@@ -120,40 +151,43 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 		Dir:    cmd.Dir,
 		Env:    mergeEnv(opts.Env, cmd.Env),
 		Stdin:  strings.NewReader(cmd.Stdin),
-		Stdout: stdoutW,
-		Stderr: stderrW,
+		Stdout: stdout.w,
+		Stderr: stderr.w,
 	})
-	// Our copies of the write ends close now: EOF comes when the agent's do.
-	_ = stdoutW.Close()
-	_ = stderrW.Close()
+	// The agent holds its own descriptors: the watcher's close now.
+	closeErr := errors.Join(stdout.closeWriter(), stderr.closeWriter())
 	if err != nil {
-		_ = stdoutR.Close()
-		_ = stderrR.Close()
-		return out, err
+		return out, errors.Join(err, closeErr, stdout.close(), stderr.close())
 	}
 
 	var lastOutput atomic.Int64
-	out.Pid = p.Pid()
+	out.Pid, out.AgentPid = p.Pid(), p.AgentPid()
 	lastOutput.Store(time.Now().UnixNano())
 	touch := func() { lastOutput.Store(time.Now().UnixNano()) }
 
-	limit := make(chan string, 1)
+	limit := make(chan StopReason, 1)
+	tools := newInFlight()
 	var wg sync.WaitGroup
+	var errlogErr, transcriptErr error
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		out.StderrTail = copyLines(stderrR, opts.Errlog, opts.Redactor, touch)
+		out.StderrTail, errlogErr = copyLines(stderr.follow(p.Done(), touch), opts.Errlog, opts.Redactor)
 	}()
 	go func() {
 		defer wg.Done()
 		tee := &lineTee{w: opts.Transcript, red: opts.Redactor}
-		r := io.TeeReader(activityReader{stdoutR, touch}, tee)
+		r := io.TeeReader(stdout.follow(p.Done(), touch), tee)
 		out.ParseErr = agent.Parse(r, func(ev runners.Event) {
 			switch ev.Kind {
 			case runners.KindInit:
 				out.Init = ev.Init
 			case runners.KindResult:
 				out.Result = ev.Result
+			case runners.KindToolUse:
+				tools.start(ev.ToolUse)
+			case runners.KindToolResult:
+				tools.end(ev.ToolResult.ToolUseID)
 			}
 			if opts.OnEvent == nil {
 				return
@@ -166,27 +200,30 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 			}
 		})
 		// Whatever the parser left unread still belongs in the transcript.
-		_, _ = io.Copy(io.Discard, r)
+		_, rerr := io.Copy(io.Discard, r)
 		tee.flush()
+		transcriptErr = errors.Join(rerr, tee.err)
 	}()
 
-	stopped := supervise(ctx, p, opts, &lastOutput, limit)
-	out.Stopped = stopped
-	out.ExitCode, _ = p.Wait()
-	// Descendants may still hold the pipes: after the agent is gone, they
-	// have the grace period to finish, then the read ends are closed.
-	drained := make(chan struct{})
-	go func() { wg.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(grace(opts)):
-		_ = stdoutR.Close()
-		_ = stderrR.Close()
-		<-drained
+	out.Stopped = supervise(ctx, p, opts, &lastOutput, limit, tools)
+	if out.Stopped == StopToolTimeout {
+		out.Tool = tools.running()
 	}
-	_ = stdoutR.Close()
-	_ = stderrR.Close()
+	code, werr := p.Wait()
+	out.ExitCode = code
+	// Nothing writes to the files any more: the readers reach their end.
+	wg.Wait()
+	if out.Stopped == "" {
+		// A budget the last events crossed after the agent had already
+		// ended (its result reports the cost) still ends the session.
+		select {
+		case reason := <-limit:
+			out.Stopped = reason
+		default:
+		}
+	}
 	out.Duration = time.Since(out.StartedAt)
+	out.WatchErr = errors.Join(werr, closeErr, transcriptErr, errlogErr, stdout.close(), stderr.close())
 	return out, nil
 }
 
@@ -194,12 +231,14 @@ func grace(opts Options) time.Duration {
 	if opts.Grace > 0 {
 		return opts.Grace
 	}
-	return 3 * time.Second
+	return proc.DefaultGrace
 }
 
 // supervise waits for the process to exit, stopping it when ctx is cancelled
-// or a timeout fires. Timeouts are timers: they fire on silence too.
-func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *atomic.Int64, limit <-chan string) string {
+// or a timeout fires. Timeouts are timers: they fire on silence too. The
+// silence allowed is opts.ToolTimeout while tools has a call in flight,
+// opts.IdleTimeout otherwise.
+func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *atomic.Int64, limit <-chan StopReason, tools *inFlight) StopReason {
 	var total <-chan time.Time
 	if opts.TotalTimeout > 0 {
 		t := time.NewTimer(opts.TotalTimeout)
@@ -208,12 +247,20 @@ func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *a
 	}
 	var idle <-chan time.Time
 	var idleTimer *time.Timer
+	// allowed is the silence allowed now, and why the agent is stopped
+	// after it.
+	allowed := func() (time.Duration, StopReason) {
+		if opts.ToolTimeout > 0 && tools.busy() {
+			return opts.ToolTimeout, StopToolTimeout
+		}
+		return opts.IdleTimeout, StopIdleTimeout
+	}
 	if opts.IdleTimeout > 0 {
 		idleTimer = time.NewTimer(opts.IdleTimeout)
 		defer idleTimer.Stop()
 		idle = idleTimer.C
 	}
-	stop := func(reason string) string {
+	stop := func(reason StopReason) StopReason {
 		done := make(chan struct{})
 		go func() {
 			p.Terminate(grace(opts))
@@ -236,16 +283,16 @@ func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *a
 		case reason := <-limit:
 			// SIGINT first: claude then writes its result event.
 			p.Signal(syscall.SIGINT)
+			t := time.NewTimer(grace(opts))
 			select {
 			case <-p.Done():
-				proc.KillTree(p.Pid())
+				t.Stop()
 				return reason
-			case <-time.After(grace(opts)):
+			case <-t.C:
 			}
 			return stop(reason)
 		case <-p.Done():
-			// The agent is gone; its descendants must not outlive it.
-			proc.KillTree(p.Pid())
+			// The agent is gone, and its reaper took its descendants along.
 			return ""
 		case <-ctx.Done():
 			return stop(StopCancelled)
@@ -253,28 +300,36 @@ func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *a
 			return stop(StopTotalTimeout)
 		case <-idle:
 			silent := time.Since(time.Unix(0, lastOutput.Load()))
-			if silent >= opts.IdleTimeout {
-				return stop(StopIdleTimeout)
+			d, reason := allowed()
+			if silent >= d {
+				return stop(reason)
 			}
-			idleTimer.Reset(opts.IdleTimeout - silent)
+			idleTimer.Reset(d - silent)
+		case <-tools.changed:
+			// A tool call started or ended: the silence allowed changed.
+			if idleTimer != nil {
+				d, _ := allowed()
+				idleTimer.Reset(max(d-time.Since(time.Unix(0, lastOutput.Load())), 0))
+			}
 		}
 	}
 }
 
-// copyLines copies r to w line by line (secrets redacted), calling touch on
-// every read, until EOF or a read error. It returns the last non-empty
-// line that does not look like a stack frame (redacted, at most 300 bytes):
-// what a crashed agent said last.
-func copyLines(r io.Reader, w io.Writer, red *observability.Redactor, touch func()) string {
+// copyLines copies r to w line by line (secrets redacted) until EOF or a
+// read error. It returns the last non-empty line that does not look like a
+// stack frame (redacted, at most 300 bytes): what a crashed agent said last;
+// and the read error or the first write error (after which w is left alone,
+// and reading goes on for the last line).
+func copyLines(r io.Reader, w io.Writer, red *observability.Redactor) (string, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var last string
+	var werr error
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(line) > 0 {
-			touch()
 			redacted := red.Bytes(line)
 			if w != nil {
-				if _, werr := w.Write(redacted); werr != nil {
+				if _, werr = w.Write(redacted); werr != nil {
 					w = nil
 				}
 			}
@@ -282,27 +337,13 @@ func copyLines(r io.Reader, w io.Writer, red *observability.Redactor, touch func
 				last = t[:min(len(t), 300)]
 			}
 		}
+		if errors.Is(err, io.EOF) {
+			return last, werr
+		}
 		if err != nil {
-			return last
+			return last, errors.Join(err, werr)
 		}
 	}
-}
-
-// activityReader calls touch whenever the agent printed something.
-type activityReader struct {
-	r     io.Reader
-	touch func()
-}
-
-func (a activityReader) Read(b []byte) (int, error) {
-	n, err := a.r.Read(b)
-	if n > 0 {
-		a.touch()
-	}
-	if errors.Is(err, os.ErrClosed) {
-		err = io.EOF
-	}
-	return n, err
 }
 
 // lineTee writes what passes through it to w, a whole line at a time, with
@@ -311,6 +352,8 @@ type lineTee struct {
 	w   io.Writer
 	red *observability.Redactor
 	buf []byte
+	// err is the first write error; w is left alone after it.
+	err error
 }
 
 func (t *lineTee) Write(b []byte) (int, error) {
@@ -325,15 +368,22 @@ func (t *lineTee) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	t.buf = append(t.buf, b[:i+1]...)
-	_, _ = t.w.Write(t.red.Bytes(t.buf))
+	t.write()
 	t.buf = append(t.buf[:0], b[i+1:]...)
 	return len(b), nil
 }
 
+// flush writes what is left of a last line without a newline.
 func (t *lineTee) flush() {
 	if t.w != nil && len(t.buf) > 0 {
-		_, _ = t.w.Write(t.red.Bytes(t.buf))
+		t.write()
 		t.buf = nil
+	}
+}
+
+func (t *lineTee) write() {
+	if _, err := t.w.Write(t.red.Bytes(t.buf)); err != nil {
+		t.err, t.w = err, nil
 	}
 }
 
@@ -352,4 +402,83 @@ func mergeEnv(base, extra []string) []string {
 		}
 	}
 	return append(out, extra...)
+}
+
+// inFlight is the set of an agent's tool calls that have no result yet,
+// shared between the reader of its output and the supervising loop.
+type inFlight struct {
+	mu    sync.Mutex
+	calls map[string]*runners.ToolUse // by tool use id
+	order []string                    // ids, oldest first
+	// changed receives a value (without blocking: it holds one) when a
+	// call starts or ends.
+	changed chan struct{}
+}
+
+func newInFlight() *inFlight {
+	return &inFlight{calls: map[string]*runners.ToolUse{}, changed: make(chan struct{}, 1)}
+}
+
+func (f *inFlight) notify() {
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+// start records a tool call as running.
+func (f *inFlight) start(tu *runners.ToolUse) {
+	if tu == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.calls[tu.ID]; !ok {
+		f.order = append(f.order, tu.ID)
+	}
+	f.calls[tu.ID] = tu
+	f.notify()
+}
+
+// end records that the call id has its result.
+func (f *inFlight) end(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.calls, id)
+	f.order = slices.DeleteFunc(f.order, func(x string) bool { return x == id })
+	f.notify()
+}
+
+// busy reports whether a tool call is running.
+func (f *inFlight) busy() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.order) > 0
+}
+
+// running is what the oldest running tool call runs (see toolCommand), ""
+// when none runs. It is worked out here, not for every call as it starts:
+// a session makes thousands of calls, and this is asked of few.
+func (f *inFlight) running() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.order) == 0 {
+		return ""
+	}
+	return toolCommand(f.calls[f.order[0]])
+}
+
+// toolCommand is a shell tool call's command (claude's Bash, gemini's
+// run_shell_command), or the tool's name for any other tool.
+func toolCommand(tu *runners.ToolUse) string {
+	var in struct {
+		Command string `json:"command"`
+	}
+	if json.Unmarshal(tu.Input, &in) == nil && strings.TrimSpace(in.Command) != "" {
+		return strings.TrimSpace(in.Command)
+	}
+	if tu.Name == "" {
+		return "a tool"
+	}
+	return tu.Name
 }

@@ -2,12 +2,12 @@ package watcher
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/url"
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 // Rule is a parsed claude permission rule: "Write", "Bash(make:*)",
@@ -24,52 +24,24 @@ type Rule struct {
 	Raw string
 }
 
-// ParseRule parses one claude permission rule, "Tool" or "Tool(spec)".
-// Surrounding spaces are trimmed. It returns an error for an empty rule,
-// an empty tool name, a tool name holding spaces or parentheses, unbalanced
-// parentheses, text after the closing parenthesis, or an empty spec "Tool()".
-// "Tool(*)" is kept as written but matches like the bare "Tool", as in claude.
+// ParseRule parses one claude permission rule, "Tool" or "Tool(spec)",
+// with surrounding white space trimmed. It accepts exactly the rules
+// runners.ValidateClaudeRule accepts (the grammar is documented there), and
+// its error for any other names the rule. "Tool(*)" is kept as written but
+// matches like the bare "Tool", as in claude.
 func ParseRule(s string) (Rule, error) {
-	raw := strings.TrimSpace(s)
-	if raw == "" {
-		return Rule{}, errors.New("permission rule: empty")
+	if err := runners.ValidateClaudeRule(s); err != nil {
+		return Rule{}, err
 	}
+	raw := strings.TrimSpace(s)
 	open := strings.IndexByte(raw, '(')
 	if open < 0 {
-		if strings.ContainsAny(raw, ") \t\n") {
-			return Rule{}, fmt.Errorf("permission rule %q: bad tool name", raw)
-		}
 		return Rule{Tool: raw, Raw: raw}, nil
 	}
-	tool := raw[:open]
-	if tool == "" {
-		return Rule{}, fmt.Errorf("permission rule %q: empty tool name", raw)
-	}
-	if strings.ContainsAny(tool, ") \t\n") {
-		return Rule{}, fmt.Errorf("permission rule %q: bad tool name", raw)
-	}
-	// The parenthesis opened after the tool name must close at the very end,
-	// with any parentheses inside the spec balanced.
-	depth := 0
-	for i := open; i < len(raw); i++ {
-		switch raw[i] {
-		case '(':
-			depth++
-		case ')':
-			depth--
-			if depth < 0 || (depth == 0 && i != len(raw)-1) {
-				return Rule{}, fmt.Errorf("permission rule %q: unbalanced parentheses", raw)
-			}
-		}
-	}
-	if depth != 0 {
-		return Rule{}, fmt.Errorf("permission rule %q: unbalanced parentheses", raw)
-	}
+	// ValidateClaudeRule checked that the parenthesis opened after the tool
+	// name closes at the very end.
 	spec := strings.TrimSpace(raw[open+1 : len(raw)-1])
-	if spec == "" {
-		return Rule{}, fmt.Errorf("permission rule %q: empty specifier", raw)
-	}
-	return Rule{Tool: tool, Spec: spec, Raw: raw}, nil
+	return Rule{Tool: raw[:open], Spec: spec, Raw: raw}, nil
 }
 
 // String returns the rule as written (Raw).
@@ -282,7 +254,7 @@ func bashSpecMatches(spec, part string) bool {
 	if !strings.Contains(spec, "*") {
 		return strings.TrimSpace(spec) == part
 	}
-	return globCommand(spec).MatchString(part)
+	return globCommandMatches(spec, part)
 }
 
 // prefixMatches reports whether part is prefix or starts with prefix and a
@@ -291,20 +263,28 @@ func prefixMatches(prefix, part string) bool {
 	return prefix != "" && (part == prefix || strings.HasPrefix(part, prefix+" "))
 }
 
-// globCommand translates a Bash spec with wildcards into an anchored
-// regexp: "*" is ".*", a final " *" also allows nothing after the word
-// (as claude does), everything else is literal.
-func globCommand(spec string) *regexp.Regexp {
+// globCommandMatches matches a Bash spec with wildcards against a whole
+// command: "*" is any run of characters, a final " *" also allows nothing
+// after the word before it (as claude does), and everything else is
+// literal. No wildcard matches a line break.
+func globCommandMatches(spec, part string) bool {
 	spec = strings.TrimSpace(spec)
-	tail := "$"
-	if s, ok := strings.CutSuffix(spec, " *"); ok {
-		spec, tail = s, "( .*)?$"
+	if head, ok := strings.CutSuffix(spec, " *"); ok && globMatch(head, part) {
+		return true
 	}
-	pieces := strings.Split(spec, "*")
-	for i, p := range pieces {
-		pieces[i] = regexp.QuoteMeta(p)
+	return globMatch(spec, part)
+}
+
+// globMatch reports whether s matches pattern entirely, byte by byte, where
+// "*" matches any run of bytes other than a line break and every other byte
+// matches itself. Since a valid rule holds no line break, a pattern or a
+// string that holds one matches nothing. The work is at most len(s) times
+// the number of "*"s.
+func globMatch(pattern, s string) bool {
+	if strings.Contains(pattern, "\n") || strings.Contains(s, "\n") {
+		return false
 	}
-	return regexp.MustCompile("^" + strings.Join(pieces, ".*") + tail)
+	return matchSegment(pattern, s)
 }
 
 // specMatches matches a non-bare spec of a non-Bash rule against a call.
@@ -358,50 +338,59 @@ func pathSpecMatches(spec, file string) bool {
 		}
 		return matchSegments(strings.Split(strings.TrimLeft(spec, "/"), "/"), fileSegs)
 	}
+	// A relative spec matches a trailing run of segments: as if it started
+	// with "**".
 	specSegs := strings.Split(strings.TrimPrefix(spec, "./"), "/")
-	for start := range fileSegs {
-		if matchSegments(specSegs, fileSegs[start:]) {
-			return true
-		}
-	}
-	return false
+	return matchSegments(append([]string{"**"}, specSegs...), fileSegs)
 }
 
 // matchSegments reports whether glob segments match path segments entirely:
 // a "**" segment matches zero or more segments, others match one segment.
+// It keeps the set of path prefixes the glob so far can match, so the work
+// is len(glob) * len(segs) segment matches, however many "**" there are.
 func matchSegments(glob, segs []string) bool {
-	if len(glob) == 0 {
-		return len(segs) == 0
-	}
-	if glob[0] == "**" {
-		for skip := 0; skip <= len(segs); skip++ {
-			if matchSegments(glob[1:], segs[skip:]) {
-				return true
+	reach := make([]bool, len(segs)+1) // reach[j]: the glob so far matches segs[:j]
+	next := make([]bool, len(segs)+1)
+	reach[0] = true
+	for _, g := range glob {
+		clear(next)
+		if g == "**" {
+			on := false
+			for j := range reach {
+				on = on || reach[j]
+				next[j] = on
+			}
+		} else {
+			for j := range segs {
+				if reach[j] && matchSegment(g, segs[j]) {
+					next[j+1] = true
+				}
 			}
 		}
-		return false
+		reach, next = next, reach
 	}
-	return len(segs) > 0 && matchSegment(glob[0], segs[0]) && matchSegments(glob[1:], segs[1:])
+	return reach[len(segs)]
 }
 
-// matchSegment matches one path segment against a pattern where "*" is any
-// run of characters and everything else is literal.
-func matchSegment(pattern, seg string) bool {
+// matchSegment matches s against a pattern where "*" is any run of bytes
+// and every other byte is literal: the first piece must start s, the last
+// end it, and the pieces between are taken at their leftmost place.
+func matchSegment(pattern, s string) bool {
 	pieces := strings.Split(pattern, "*")
 	if len(pieces) == 1 {
-		return pattern == seg
+		return pattern == s
 	}
-	if !strings.HasPrefix(seg, pieces[0]) {
+	if !strings.HasPrefix(s, pieces[0]) {
 		return false
 	}
-	seg = seg[len(pieces[0]):]
+	s = s[len(pieces[0]):]
 	last := pieces[len(pieces)-1]
 	for _, p := range pieces[1 : len(pieces)-1] {
-		i := strings.Index(seg, p)
+		i := strings.Index(s, p)
 		if i < 0 {
 			return false
 		}
-		seg = seg[i+len(p):]
+		s = s[i+len(p):]
 	}
-	return len(seg) >= len(last) && strings.HasSuffix(seg, last)
+	return len(s) >= len(last) && strings.HasSuffix(s, last)
 }

@@ -44,6 +44,7 @@ func TestParseRuleRejectsMalformedRules(t *testing.T) {
 	for _, in := range []string{
 		"", "   ", "(make:*)", "Bash(make:*", "Bash make:*)", "Bash(a))", "Bash((a)",
 		"Bash(a)b", "Bash()", "Bash(  )", "Bash )", "Ba sh",
+		"bash", "Bash(git log, git diff)", "Bash(echo (a) b)", "mcp__db__query(select)", "Bash(*\xef)", "Bash(a\nb)",
 	} {
 		t.Run(in, func(t *testing.T) {
 			_, err := ParseRule(in)
@@ -66,7 +67,7 @@ func TestRuleMatches(t *testing.T) {
 		{"bare Bash with substitution", "Bash", "Bash", "echo $(id)", true},
 		{"star spec is bare", "Bash(*)", "Bash", "anything at all", true},
 		{"other tool", "Write", "Edit", `{"file_path":"/r/a.go"}`, false},
-		{"tool names are case-sensitive", "bash", "Bash", "ls", false},
+		{"tool names are case-sensitive", "Bash", "bash", `{"command":"ls"}`, false},
 
 		// Legacy prefix form.
 		{"make:* bare word", "Bash(make:*)", "Bash", "make", true},
@@ -139,7 +140,15 @@ func TestRuleMatches(t *testing.T) {
 		{"domain", "WebFetch(domain:example.com)", "WebFetch", `{"url":"https://Example.com:8443/a?q=1"}`, true},
 		{"domain is exact", "WebFetch(domain:example.com)", "WebFetch", `{"url":"https://evil-example.com/"}`, false},
 		{"domain subdomain", "WebFetch(domain:example.com)", "WebFetch", `{"url":"https://a.example.com/"}`, false},
-		{"unknown spec", "mcp__db__query(select)", "mcp__db__query", `{"sql":"select 1"}`, false},
+		{"unknown spec", "Task(explore)", "Task", `{"prompt":"explore"}`, false},
+		{"glob over several lines", "Bash(ech* *)", "Bash", `{"command":"echo \"a\nb\""}`, false},
+		{"glob with a star in the head", "Bash(go * -run *)", "Bash", "go test -run X", true},
+		{"glob with a star in the head, nothing after", "Bash(go * -run *)", "Bash", "go test -run", true},
+		{"glob with a star in the head, no word boundary", "Bash(go * -run *)", "Bash", "go test -runX", false},
+		{"many double stars", "Edit(**/**/**/**/**/**/**/**/**/**/**/**/x/**/**/**/**/y)", "Edit",
+			`{"file_path":"/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y/z"}`, false},
+		{"many double stars that match", "Edit(**/**/**/**/**/**/**/**/**/**/**/**/x/**/**/**/**/y)", "Edit",
+			`{"file_path":"/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s/t/u/v/w/x/y"}`, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -223,4 +232,52 @@ func TestGrantEmptyList(t *testing.T) {
 	got, ok := Grant(nil, "Bash", bashInput(t, "ls"))
 	assert.False(t, ok)
 	assert.Empty(t, got)
+}
+
+// TestRuleThatCannotCompileIsRejectedNotPanicked: a rule whose glob a
+// regexp could not compile (invalid UTF-8) is refused by ParseRule with an
+// error naming it, and matching such a rule built by hand does not panic.
+func TestRuleThatCannotCompileIsRejectedNotPanicked(t *testing.T) {
+	_, err := ParseRule("Bash(*\xef)")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"Bash(*\xef)"`)
+
+	input := json.RawMessage(`{"CommAnd":"''"}`)
+	for _, r := range []Rule{
+		{Tool: "Bash", Spec: "*\xef", Raw: "Bash(*\xef)"},
+		{Tool: "Bash", Spec: "\xff* *", Raw: "Bash(\xff* *)"},
+		{Tool: "Edit", Spec: "\xef*/**", Raw: "Edit(\xef*/**)"},
+	} {
+		assert.NotPanics(t, func() {
+			Grant([]Rule{r}, r.Tool, input)
+			Grant([]Rule{r}, r.Tool, json.RawMessage(`{"file_path":"/r/\xef/x"}`))
+		}, r.Raw)
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, c := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"*", "", true},
+		{"*", "anything", true},
+		{"a*", "a", true},
+		{"*a", "ba", true},
+		{"a*b*c", "abc", true},
+		{"a*b*c", "axxbyyc", true},
+		{"a*b*c", "axxbyy", false},
+		{"a*a", "a", false},
+		{"*.*", "go", false},
+		{"go test ./...*", "go test ./... -run X", true},
+		{"[a-z]*", "[a-z]x", true},
+		{"[a-z]*", "ax", false},
+		{"*\xef", "x\xef", true},
+		{"*\xef", "x\xee", false},
+		{"ü*", "über", true},
+		{"a*", "a\nb", false},
+		{"a\n*", "a\nb", false},
+	} {
+		assert.Equal(t, c.want, globMatch(c.pattern, c.s), "%q %q", c.pattern, c.s)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -35,7 +36,10 @@ type Policy struct {
 	// IdleTimeout applies to each process; TotalTimeout to the whole session.
 	IdleTimeout  time.Duration
 	TotalTimeout time.Duration
-	Grace        time.Duration
+	// ToolTimeout replaces IdleTimeout while a tool call is in flight (see
+	// Options.ToolTimeout); 0 leaves tool calls under IdleTimeout.
+	ToolTimeout time.Duration
+	Grace       time.Duration
 }
 
 // DefaultAnswer is what an unattended agent is told when it asks a question.
@@ -58,25 +62,22 @@ const (
 	ProgressBudget      ProgressKind = "budget"       // a budget was hit (Detail: max_turns or max_cost_usd)
 	ProgressLimit       ProgressKind = "limit"        // spawn's own limit stopped escalating or answering (Detail)
 	ProgressFinished    ProgressKind = "finished"     // a process ended (Detail: its stop reason or "exited")
-	// ProgressReview is reported by the orchestrator, not by Supervise: a
-	// reviewer's verdict for a round (Detail).
-	ProgressReview ProgressKind = "review"
 )
 
 // Progress is one thing that happened during a session, with the running
 // totals at that moment.
 type Progress struct {
-	Kind       ProgressKind
-	Elapsed    time.Duration
-	Turns      int
-	CostUSD    float64
-	Files      int // distinct files changed so far
-	Process    int // 1-based index of the process in the session
-	Tool       string
-	Input      json.RawMessage
-	Rule       string
-	Detail     string
-	Confidence float64
+	Kind       ProgressKind    `json:"kind"`
+	Elapsed    time.Duration   `json:"elapsed_ns"`
+	Turns      int             `json:"turns"`
+	CostUSD    float64         `json:"cost_usd"`
+	Files      int             `json:"files"`   // distinct files changed so far
+	Process    int             `json:"process"` // 1-based index of the process in the session
+	Tool       string          `json:"tool,omitempty"`
+	Input      json.RawMessage `json:"input,omitempty"`
+	Rule       string          `json:"rule,omitempty"`
+	Detail     string          `json:"detail,omitempty"`
+	Confidence float64         `json:"confidence,omitempty"`
 }
 
 // Hooks connect a session to its caller.
@@ -87,9 +88,10 @@ type Hooks struct {
 	Redactor *observability.Redactor
 	// Hurry, when closed, kills the running process at once.
 	Hurry <-chan struct{}
-	// Streams returns where process n (1-based) writes its transcripts;
-	// the session closes them. Nil discards the output.
-	Streams func(n int) (stdout, stderr io.WriteCloser, err error)
+	// Streams returns where process n (1-based) writes its transcripts.
+	// The caller owns them: it closes them after Supervise returns, and
+	// reads their write errors there. Nil discards the output.
+	Streams func(n int) (stdout, stderr io.Writer, err error)
 	// OnProcess is called after each process with its outcome.
 	OnProcess func(n int, out Outcome)
 	// OnProgress sees every progress event.
@@ -106,7 +108,7 @@ type Session struct {
 	Result *runners.Result
 	// Stopped is why the watcher stopped the last process ("" if it ended
 	// by itself): a timeout, a budget, or cancellation.
-	Stopped     string
+	Stopped     StopReason
 	Turns       int
 	CostUSD     float64
 	Files       []string
@@ -114,6 +116,10 @@ type Session struct {
 	Answers     int
 	// Granted holds the rules granted, in order.
 	Granted []string
+	// Tests is the last test command the agent ran through its shell tool
+	// (go test, npm test, pytest, make test...) and the end of its output,
+	// "" when it ran none.
+	Tests string
 }
 
 // Last is the last process's outcome.
@@ -149,21 +155,19 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 			turn.MaxTurns = max(p.MaxTurns-s.Turns, 1)
 		}
 		turn.Allow = allow
-		opts := Options{Env: hooks.Env, Redactor: hooks.Redactor, IdleTimeout: p.IdleTimeout, Grace: p.Grace, Hurry: hooks.Hurry}
+		opts := Options{Env: hooks.Env, Redactor: hooks.Redactor, IdleTimeout: p.IdleTimeout, ToolTimeout: p.ToolTimeout, Grace: p.Grace, Hurry: hooks.Hurry}
 		if !deadline.IsZero() {
 			opts.TotalTimeout = max(time.Until(deadline), time.Millisecond)
 		}
-		var closers []io.Closer
 		if hooks.Streams != nil {
 			stdout, stderr, err := hooks.Streams(n)
 			if err != nil {
 				return s, err
 			}
 			opts.Transcript, opts.Errlog = stdout, stderr
-			closers = append(closers, stdout, stderr)
 		}
 		tr := newTracker(s, p, files, emit)
-		opts.OnEvent = func(ev runners.Event) string {
+		opts.OnEvent = func(ev runners.Event) StopReason {
 			if hooks.OnEvent != nil {
 				hooks.OnEvent(ev)
 			}
@@ -171,9 +175,6 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 		}
 		emit(Progress{Kind: ProgressStarted, Detail: turn.Resume})
 		out, err := Run(ctx, agent, turn, opts)
-		for _, c := range closers {
-			_ = c.Close()
-		}
 		if err != nil {
 			return s, err
 		}
@@ -189,18 +190,18 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 		if hooks.OnProcess != nil {
 			hooks.OnProcess(n, out)
 		}
-		finished := out.Stopped
+		finished := string(out.Stopped)
 		if finished == "" {
 			finished = "exited"
 		}
 		emit(Progress{Kind: ProgressFinished, Detail: finished})
 		if out.Stopped == StopMaxTurns || out.Stopped == StopMaxCost {
-			emit(Progress{Kind: ProgressBudget, Detail: out.Stopped})
+			emit(Progress{Kind: ProgressBudget, Detail: string(out.Stopped)})
 		}
 		if out.Stopped != "" || out.Result == nil || out.Result.IsError || s.SessionID == "" {
 			if out.Result != nil && out.Result.Subtype == "error_max_turns" {
 				s.Stopped = StopMaxTurns
-				emit(Progress{Kind: ProgressBudget, Detail: StopMaxTurns})
+				emit(Progress{Kind: ProgressBudget, Detail: string(StopMaxTurns)})
 			}
 			return s, nil
 		}
@@ -301,8 +302,8 @@ type tracker struct {
 	model    string
 	lastMsg  string
 	inTurn   bool
-	costBase float64 // the session's cost before this process
-	tools    map[string]*runners.ToolUse
+	costBase float64                     // the session's cost before this process
+	tools    map[string]*runners.ToolUse // calls in flight: no result yet
 	refused  []runners.Denial
 }
 
@@ -312,7 +313,7 @@ func newTracker(s *Session, p Policy, files map[string]bool, emit func(Progress)
 
 // observe folds one event into the session; it returns a stop reason when a
 // budget is exceeded.
-func (t *tracker) observe(ev runners.Event) string {
+func (t *tracker) observe(ev runners.Event) StopReason {
 	switch ev.Kind {
 	case runners.KindInit:
 		t.model = ev.Init.Model
@@ -336,7 +337,16 @@ func (t *tracker) observe(ev runners.Event) string {
 		}
 	case runners.KindToolResult:
 		t.inTurn = false
+		// A call has one result: forgotten once it arrives, so the map
+		// holds only the calls in flight, however long the session.
 		tu := t.tools[ev.ToolResult.ToolUseID]
+		delete(t.tools, ev.ToolResult.ToolUseID)
+		// A failing test run is a result too; a call the CLI refused is not.
+		if tu != nil && ev.ToolResult.ErrorType == "" && (tu.Name == "Bash" || tu.Name == "run_shell_command") {
+			if cmd := toolCommand(tu); testCommand.MatchString(cmd) {
+				t.s.Tests = "$ " + oneLineCmd(cmd) + "\n" + tail(ev.ToolResult.Content, maxTestLines, maxTestBytes)
+			}
+		}
 		switch {
 		case tu == nil:
 		case ev.ToolResult.IsError && (ev.ToolResult.ErrorType == "policy_violation" || ev.ToolResult.ErrorType == "tool_not_registered"):
@@ -349,7 +359,11 @@ func (t *tracker) observe(ev runners.Event) string {
 			}
 		}
 	case runners.KindRetry:
-		t.emit(Progress{Kind: ProgressRetry, Detail: fmt.Sprintf("model API error %d, attempt %d of %d", ev.Retry.ErrorStatus, ev.Retry.Attempt, ev.Retry.MaxRetries)})
+		what := fmt.Sprintf("model API error %d", ev.Retry.ErrorStatus)
+		if ev.Retry.ErrorStatus == 0 { // no HTTP answer at all
+			what = "model API not reached"
+		}
+		t.emit(Progress{Kind: ProgressRetry, Detail: fmt.Sprintf("%s, attempt %d of %d", what, ev.Retry.Attempt, ev.Retry.MaxRetries)})
 	case runners.KindResult:
 		t.finish(ev.Result)
 	}
@@ -363,10 +377,17 @@ func (t *tracker) observe(ev runners.Event) string {
 }
 
 // finish replaces this process's cost estimate with the cost the CLI
-// reported, when it reported one.
+// reported, when it reported one, and estimates it from the result's token
+// totals when the CLI reported tokens only.
 func (t *tracker) finish(res *runners.Result) {
-	if res != nil && res.Usage.CostUSD > 0 {
+	switch {
+	case res == nil:
+	case res.Usage.CostUSD > 0:
 		t.s.CostUSD = t.costBase + res.Usage.CostUSD
+	case res.Usage.InputTokens+res.Usage.OutputTokens > 0:
+		// The CLI reports its tokens but no price (gemini), and no usage
+		// on the way: the estimate comes from its totals.
+		t.s.CostUSD = max(t.s.CostUSD, t.costBase+EstimateCost(t.model, res.Usage))
 	}
 }
 
@@ -378,6 +399,42 @@ func (t *tracker) denials(res *runners.Result) []runners.Denial {
 	}
 	return t.refused
 }
+
+// newOpus matches the opus models priced at 5/25: opus 4.5 and later
+// minor versions (claude-opus-4-5, claude-opus-4-8[1m]; not the dated
+// claude-opus-4-20250514), and opus 5 on.
+var newOpus = regexp.MustCompile(`opus-(?:4-(?:[5-9]|[1-9][0-9])(?:[^0-9]|$)|[5-9](?:[^0-9]|$))`)
+
+// testCommand matches a shell command that runs a project's tests.
+var testCommand = regexp.MustCompile(`(?:^|[\s;&|(])(?:go test|(?:npm|yarn|pnpm|bun)(?: run)? test|(?:python3? -m )?pytest|cargo test|make (?:test|check)|(?:\./)?gradlew? test|mvn test|npx (?:jest|vitest)|jest|vitest|(?:bundle exec )?rspec|ctest|tox|dotnet test|mix test)\b`)
+
+// The end of a test run's output the reviewers are shown.
+const (
+	maxTestLines = 40
+	maxTestBytes = 4 << 10
+)
+
+// tail is the last lines of s, at most n (n >= 1) lines and max bytes,
+// with "[...]" in place of what is cut. It looks only at the end of s: a
+// test run's output may be megabytes.
+func tail(s string, n, maxBytes int) string {
+	s = strings.TrimRight(s, "\n")
+	cut := len(s) // after the loop, where the last n lines start, less one
+	for range n {
+		if cut = strings.LastIndexByte(s[:cut], '\n'); cut < 0 {
+			break
+		}
+	}
+	if cut >= 0 {
+		s = "[...]\n" + s[cut+1:]
+	}
+	if len(s) > maxBytes {
+		s = "[...]" + strings.ToValidUTF8(s[len(s)-maxBytes:], "")
+	}
+	return s + "\n"
+}
+
+func oneLineCmd(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // changedFile is the path a file-writing tool call changed, or "".
 func changedFile(tu *runners.ToolUse) string {
@@ -403,14 +460,17 @@ func changedFile(tu *runners.ToolUse) string {
 }
 
 // EstimateCost prices usage by the model's family, in US dollars per
-// million tokens (input, output): opus 15/75, sonnet 3/15, haiku 0.8/4,
-// gemini pro 1.25/10, gemini flash 0.3/2.5; unknown models as opus, so an
-// estimate errs on the side of stopping early. The CLI's own total, when it
-// reports one, replaces the estimate.
+// million tokens (input, output): opus 4.5 and later 5/25, earlier opus
+// 15/75, sonnet 3/15, haiku 0.8/4, gemini pro 1.25/10, gemini flash
+// 0.3/2.5; unknown models as the earlier opus, so an estimate errs on the
+// side of stopping early. The CLI's own total, when it reports one,
+// replaces the estimate.
 func EstimateCost(model string, u runners.Usage) float64 {
 	in, out := 15.0, 75.0
 	m := strings.ToLower(model)
 	switch {
+	case newOpus.MatchString(m):
+		in, out = 5, 25
 	case strings.Contains(m, "sonnet"):
 		in, out = 3, 15
 	case strings.Contains(m, "haiku"):

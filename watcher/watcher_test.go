@@ -44,7 +44,7 @@ func TestGeminiReviewerRunsUnderTheWatcher(t *testing.T) {
 		Transcript:   &transcript,
 		IdleTimeout:  time.Minute,
 		TotalTimeout: 2 * time.Minute,
-		OnEvent:      func(ev runners.Event) string { events = append(events, ev); return "" },
+		OnEvent:      func(ev runners.Event) StopReason { events = append(events, ev); return "" },
 	})
 	require.NoError(t, err)
 	assert.Empty(t, out.Stopped)
@@ -150,7 +150,7 @@ func TestOnEventStopStopsTheAgent(t *testing.T) {
 	out, err := Run(context.Background(), &runners.Claude{Bin: claude}, runners.Turn{Prompt: "hello", Dir: testenv.Repo(t)}, Options{
 		Env:   testenv.Env(t, srv.ClaudeEnv()...),
 		Grace: 2 * time.Second,
-		OnEvent: func(ev runners.Event) string {
+		OnEvent: func(ev runners.Event) StopReason {
 			if ev.Kind == runners.KindText {
 				return StopMaxTurns
 			}

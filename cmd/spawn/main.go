@@ -2,8 +2,14 @@
 // sandbox, has a second LLM review the work, and records everything.
 package main
 
-import "os"
+import (
+	"os"
+
+	"github.com/infinite-improbability-drive/spawn/internal/cli"
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+)
 
 func main() {
-	os.Exit(Main(os.Args, os.Environ(), os.Stdin, os.Stdout, os.Stderr))
+	proc.Main() // spawn starts agents, each under a reaper that is this binary
+	os.Exit(cli.Main(os.Args, os.Environ(), os.Stdin, os.Stdout, os.Stderr))
 }

@@ -34,12 +34,14 @@ func Scenario() (modelserver.Scenario, error) {
 	if err := dec.Decode(&sc); err != nil {
 		return sc, fmt.Errorf("demo scenario: %w", err)
 	}
-	const domain, file, title = "general_polish", "calc_test.go", "No test with negative numbers"
+	// The finding sits on the line the coder fixed, inside the change's
+	// diff: in github mode it becomes an inline comment, its thread.
+	const domain, file, title = "general_polish", "calc.go", "No test with negative numbers"
 	round1, err := json.Marshal(map[string]any{
 		"verdict": "request_changes",
 		"summary": "The fix is right: Add now adds. The tests only cover positive numbers.",
 		"findings": []map[string]any{{
-			"severity": "medium", "domain": domain, "file": file, "line": 5, "title": title,
+			"severity": "medium", "domain": domain, "file": file, "line": 6, "title": title,
 			"detail":     "TestAdd checks Add(2, 3) only; a sign error would go unnoticed with negative numbers.",
 			"suggestion": "Add a test case with negative operands.",
 		}},
@@ -56,10 +58,16 @@ func Scenario() (modelserver.Scenario, error) {
 	if err != nil {
 		return sc, fmt.Errorf("demo scenario: %w", err)
 	}
-	sc.Gemini = []modelserver.Script{{Turns: []modelserver.Turn{
-		{Text: "```json\n" + string(round1) + "\n```"},
-		{Text: "```json\n" + string(round2) + "\n```"},
-	}}}
+	// The coder's fix turn answers the finding under the reply contract.
+	coder := &sc.Anthropic[len(sc.Anthropic)-1]
+	last := &coder.Turns[len(coder.Turns)-1]
+	last.Text += "\n\n" + prompts.FindingID(domain, file, title) + ": fixed - added TestAddNegative, which adds two negative numbers"
+	// One script per review round, round 2 first: its request, whether the
+	// seat's session is resumed or started afresh, holds "round 2".
+	sc.Gemini = []modelserver.Script{
+		{Match: "round 2", Turns: []modelserver.Turn{{Text: "```json\n" + string(round2) + "\n```"}}},
+		{Turns: []modelserver.Turn{{Text: "```json\n" + string(round1) + "\n```"}}},
+	}
 	return sc, sc.Validate()
 }
 

@@ -96,24 +96,156 @@ func (r Repo) Status(ctx context.Context) (string, error) {
 	return r.Run(ctx, "status", "--porcelain", "--untracked-files=all")
 }
 
+// Status is one `git status` of a work tree.
+type Status struct {
+	// Head is the sha of the commit HEAD names, "" before the first commit.
+	Head string
+	// Paths differ from HEAD, in the index or the work tree: untracked
+	// files one by one (ignored ones not), both paths of a rename. A
+	// submodule whose only changes are inside it (its own uncommitted
+	// work) is not listed: the superproject has nothing to commit for it.
+	Paths []string
+}
+
+// Changes reads the work tree's Status with one `git status
+// --porcelain=v2 -z --branch --untracked-files=all`.
+func (r Repo) Changes(ctx context.Context) (Status, error) {
+	out, err := proc.Run(ctx, proc.Cmd{Path: "git", Args: []string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"}, Dir: r.Dir, Env: r.Env})
+	if err != nil {
+		return Status{}, fmt.Errorf("read the status: %w", err)
+	}
+	return parseStatusV2(string(out)), nil
+}
+
+// parseStatusV2 reads `git status --porcelain=v2 -z --branch` output:
+// NUL-ended entries, "# branch.oid SHA", "1 XY SUB mH mI mW hH hI PATH",
+// "2 XY SUB mH mI mW hH hI Xscore PATH" followed by the original path as
+// an entry of its own, "u XY SUB m1 m2 m3 mW h1 h2 h3 PATH", "? PATH".
+func parseStatusV2(out string) Status {
+	var st Status
+	entries := strings.Split(out, "\x00")
+	for i := 0; i < len(entries); i++ {
+		e := entries[i]
+		if len(e) < 2 {
+			continue
+		}
+		switch e[0] {
+		case '#':
+			if oid, ok := strings.CutPrefix(e, "# branch.oid "); ok && oid != "(initial)" {
+				st.Head = oid
+			}
+		case '?':
+			st.Paths = append(st.Paths, e[2:])
+		case '1', '2', 'u':
+			n := map[byte]int{'1': 9, '2': 10, 'u': 11}[e[0]]
+			f := strings.SplitN(e, " ", n)
+			if len(f) < n {
+				continue
+			}
+			if e[0] == '2' {
+				i++ // the original path: a rename in the index stays staged
+				if i < len(entries) && entries[i] != "" {
+					st.Paths = append(st.Paths, entries[i])
+				}
+			}
+			// SUB is "N..." for a file, "S<c><m><u>" for a submodule: one
+			// whose commit did not change has nothing for the superproject.
+			if sub := f[2]; len(sub) == 4 && sub[0] == 'S' && sub[1] == '.' && f[1][0] == '.' {
+				continue
+			}
+			st.Paths = append(st.Paths, f[n-1])
+		}
+	}
+	return st
+}
+
 // CommitAll stages everything in the work tree and commits it with msg. It
 // returns the new commit's sha, or "" when there was nothing to commit.
 // When git knows no identity, the commit is authored as spawn.
 func (r Repo) CommitAll(ctx context.Context, msg string) (string, error) {
-	if _, err := r.Run(ctx, "add", "--all"); err != nil {
-		return "", fmt.Errorf("stage changes: %w", err)
+	st, err := r.Changes(ctx)
+	if err != nil || len(st.Paths) == 0 {
+		return "", err
 	}
-	if _, err := r.Run(ctx, "diff", "--cached", "--quiet"); err == nil {
+	return r.CommitPaths(ctx, msg, st.Paths)
+}
+
+// CommitPaths stages paths as they are in the work tree (changed, new or
+// deleted; taken literally, never as patterns) and commits what the index
+// then holds with msg. The commit is authored as git's configuration says,
+// never by an identity git guesses (user.useConfigOnly); when the
+// configuration has none, the commit is made again, authored as spawn. It
+// returns the new commit's sha, or "" when the index matches HEAD after
+// staging (the paths held nothing to commit). Two git processes, add and commit, whose summary line gives the
+// sha (core.abbrev=no); rev-parse only if that line is not as expected.
+func (r Repo) CommitPaths(ctx context.Context, msg string, paths []string) (string, error) {
+	if len(paths) == 0 {
 		return "", nil
 	}
-	args := []string{"commit", "--quiet", "--no-verify", "-m", msg}
-	if email, _ := r.Run(ctx, "config", "user.email"); email == "" {
-		args = append([]string{"-c", "user.name=spawn", "-c", "user.email=spawn@localhost"}, args...)
+	list := strings.Join(paths, "\x00") + "\x00"
+	if _, err := proc.Run(ctx, proc.Cmd{Path: "git", Args: []string{"--literal-pathspecs", "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"},
+		Dir: r.Dir, Env: r.Env, Stdin: strings.NewReader(list)}); err != nil {
+		return "", fmt.Errorf("stage changes: %w", err)
 	}
-	if _, err := r.Run(ctx, args...); err != nil {
+	commit := []string{"-c", "core.abbrev=no", "commit", "--no-verify", "-m", msg}
+	out, err := proc.Run(ctx, proc.Cmd{Path: "git", Args: append([]string{"-c", "user.useConfigOnly=true"}, commit...), Dir: r.Dir, Env: r.Env})
+	var exit *proc.ExitError
+	if err != nil && errors.As(err, &exit) && noIdentity(exit.Stderr) {
+		out, err = proc.Run(ctx, proc.Cmd{Path: "git", Args: append([]string{"-c", "user.name=spawn", "-c", "user.email=spawn@localhost"}, commit...), Dir: r.Dir, Env: r.Env})
+	}
+	if err != nil {
+		if errors.As(err, &exit) && nothingToCommit(string(out)+exit.Stderr) {
+			return "", nil
+		}
 		return "", fmt.Errorf("commit: %w", err)
 	}
+	if sha := summarySHA(string(out)); sha != "" {
+		return sha, nil
+	}
 	return r.Resolve(ctx, "HEAD")
+}
+
+// summarySHA is the full sha in the first line of git commit's summary,
+// "[branch SHA] subject" (also "[branch (root-commit) SHA] subject"), as
+// core.abbrev=no prints it; "" when the line is not of that form.
+func summarySHA(out string) string {
+	first, _, _ := strings.Cut(out, "\n")
+	if !strings.HasPrefix(first, "[") {
+		return ""
+	}
+	inside, _, ok := strings.Cut(first[1:], "] ")
+	if !ok {
+		inside, ok = strings.CutSuffix(first[1:], "]")
+		if !ok {
+			return ""
+		}
+	}
+	f := strings.Fields(inside)
+	if len(f) < 2 {
+		return ""
+	}
+	sha := f[len(f)-1]
+	if len(sha) != 40 && len(sha) != 64 {
+		return ""
+	}
+	for _, c := range sha {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
+	}
+	return sha
+}
+
+// noIdentity reports whether git commit's stderr says it has no identity
+// to commit as.
+func noIdentity(stderr string) bool {
+	return strings.Contains(stderr, "auto-detection is disabled") || strings.Contains(stderr, "Please tell me who you are") || strings.Contains(stderr, "empty ident name")
+}
+
+// nothingToCommit reports whether git commit's output says the index
+// matches HEAD.
+func nothingToCommit(out string) bool {
+	return strings.Contains(out, "nothing to commit") || strings.Contains(out, "no changes added to commit") || strings.Contains(out, "nothing added to commit")
 }
 
 // Log lists the commits reachable from to and not from from, oldest first.
@@ -130,4 +262,21 @@ func (r Repo) Log(ctx context.Context, from, to string) ([]Commit, error) {
 		}
 	}
 	return commits, nil
+}
+
+// RemoveWorktree removes the linked worktree at path, uncommitted changes
+// and all, and prunes git's record of it.
+func (r Repo) RemoveWorktree(ctx context.Context, path string) error {
+	if _, err := r.Run(ctx, "worktree", "remove", "--force", path); err != nil {
+		return fmt.Errorf("remove worktree: %w", err)
+	}
+	return nil
+}
+
+// DeleteBranch deletes refs/heads/name, merged or not.
+func (r Repo) DeleteBranch(ctx context.Context, name string) error {
+	if _, err := r.Run(ctx, "branch", "--quiet", "-D", "--", name); err != nil {
+		return fmt.Errorf("delete branch: %w", err)
+	}
+	return nil
 }

@@ -9,8 +9,7 @@
 // script from the request's user text and the turn from the tool results
 // already present in the request's history (never by counting assistant
 // messages: claude merges messages, replays resumed sessions and sends
-// role "system" messages). See the reference notes in agent-clis.md,
-// sections 2, 3 and 5.
+// role "system" messages).
 //
 // A test starts a server, runs the real CLI against it and then asserts
 // on Server.Requests (what the CLI sent: UserTexts, ToolResults) and on what

@@ -631,3 +631,13 @@ func TestFitSchema(t *testing.T) {
 		assert.EqualValues(t, tc.want, fitSchema(schema), tc.schema)
 	}
 }
+
+func TestVerifyNamesTurnsNeverServed(t *testing.T) {
+	srv, err := Start(Scenario{Anthropic: []Script{{Turns: []Turn{{Text: "one"}, {Text: "two"}}}}})
+	require.NoError(t, err)
+	defer srv.Close()
+	err = srv.Verify()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "anthropic script 0 (match \"\") turn 0")
+	assert.Contains(t, err.Error(), "turn 1")
+}

@@ -1,11 +1,24 @@
 // Package proc is spawn's one exec seam: every child process spawn starts,
 // git and the agent CLIs alike, starts here.
 //
-// Short commands (git) run to completion with Run. Agents start with Start
-// in a process group of their own, and are stopped as a whole tree: the
-// agent, its group, and every descendant, including the ones that moved to
-// sessions of their own (claude's Bash tool does that, so a signal to the
-// group alone misses them).
+// Short commands (git) run to completion with Run. Agents start with Start,
+// under a reaper: this binary re-executed in a hidden mode (a binary that
+// starts agents declares it with Main, at the top of main and TestMain).
+// The reaper leads a process group of its own, which the agent joins; it is
+// a child subreaper, so every process the agent starts stays its descendant
+// even after detaching into a session of its own (claude's Bash tool does
+// that); and it dies with spawn. Nothing the agent started outlives it:
+//   - the agent exits or crashes: the reaper kills every descendant left,
+//     reaps them, and exits with the agent's status;
+//   - spawn stops it (Signal, Terminate, Kill): the agent's group and every
+//     descendant are signalled; the reaper takes no notice of SIGINT and
+//     SIGTERM and, once the agent is gone, kills what is left;
+//   - spawn dies, even by SIGKILL: the reaper's parent-death signal makes it
+//     kill the whole tree and exit.
+//
+// One case is out of reach: a reaper killed on its own by someone else
+// (kill -9 of that pid alone). The agent then gets SIGKILL as its own
+// parent-death signal, but the descendants it detached go to init.
 package proc
 
 import (
@@ -21,6 +34,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // Cmd describes a child process.
@@ -53,13 +67,15 @@ func (e *ExitError) Error() string {
 
 // Run runs c to completion and returns its standard output. A non-zero exit
 // is an *ExitError carrying stderr. Cancelling ctx kills the process tree.
+// Run is for short commands such as git, which it starts directly, without
+// a reaper: if spawn dies while one runs, it runs to its end.
 func Run(ctx context.Context, c Cmd) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
 	if c.Stdin == nil {
 		c.Stdin = strings.NewReader("")
 	}
-	p, err := Start(c)
+	p, err := startDirect(c)
 	if err != nil {
 		return nil, err
 	}
@@ -78,17 +94,40 @@ func Run(ctx context.Context, c Cmd) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
+// waitDelay bounds how long Wait waits, after the process exited, for
+// descendants that keep a copied pipe open (a Stdin, Stdout or Stderr that
+// is not an *os.File).
+const waitDelay = DefaultGrace
+
 // Process is a started child in a process group of its own.
 type Process struct {
-	cmd      *exec.Cmd
-	done     chan struct{}
+	cmd    *exec.Cmd
+	agent  int
+	reaper bool // cmd is an agent's reaper
+	done   chan struct{}
+	// mu orders signals against the reaping of the child: once exited is
+	// set, the child is (about to be) reaped and its pid may be reused, so
+	// no signal is sent any more.
+	mu       sync.Mutex
+	exited   bool
 	killOnce sync.Once
 	code     int
 	waitErr  error
 }
 
-// Start starts c in a new process group. The caller must call Wait.
+// Start starts the agent c describes under a reaper (see the package
+// documentation) and returns once the agent runs. The reaper leads a new
+// process group, which the agent joins. The caller must call Wait.
+//
+// Start needs Main to have been called in this process; without it, Start
+// fails. An agent that cannot be executed is an error of Start, as it would
+// be for exec.Cmd.Start.
 func Start(c Cmd) (*Process, error) {
+	return startReaper(c)
+}
+
+// startDirect starts c itself (no reaper) in a new process group.
+func startDirect(c Cmd) (*Process, error) {
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Dir = c.Dir
 	cmd.Env = c.Env
@@ -97,13 +136,23 @@ func Start(c Cmd) (*Process, error) {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// Descendants that keep a copied pipe open must not hold Wait forever.
-	cmd.WaitDelay = 2 * time.Second
+	cmd.WaitDelay = waitDelay
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Path, err)
 	}
-	p := &Process{cmd: cmd, done: make(chan struct{})}
+	return watch(cmd, c.Path, cmd.Process.Pid, false), nil
+}
+
+// watch waits for the started cmd in the background.
+func watch(cmd *exec.Cmd, name string, agent int, reaper bool) *Process {
+	p := &Process{cmd: cmd, agent: agent, reaper: reaper, done: make(chan struct{})}
 	go func() {
+		// Learn of the exit without reaping, so that no signal can reach
+		// a process that reuses the pid.
+		werr := waitExited(cmd.Process.Pid)
+		p.mu.Lock()
+		p.exited = true
+		p.mu.Unlock()
 		err := cmd.Wait()
 		var exit *exec.ExitError
 		switch {
@@ -113,11 +162,37 @@ func Start(c Cmd) (*Process, error) {
 		case errors.Is(err, exec.ErrWaitDelay):
 			p.code = cmd.ProcessState.ExitCode()
 		default:
-			p.waitErr = fmt.Errorf("wait %s: %w", c.Path, err)
+			p.waitErr = fmt.Errorf("wait %s: %w", name, err)
+		}
+		if werr != nil {
+			p.waitErr = errors.Join(p.waitErr, fmt.Errorf("wait %s: %w", name, werr))
 		}
 		close(p.done)
 	}()
-	return p, nil
+	return p
+}
+
+// waitExited blocks until pid has exited, and leaves it unreaped.
+func waitExited(pid int) error {
+	const pPID = 1     // idtype_t P_PID, which package syscall does not define
+	var info [128]byte // siginfo_t
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		switch e {
+		case 0:
+			return nil
+		case syscall.EINTR:
+			continue
+		default:
+			return fmt.Errorf("waitid: %w", e)
+		}
+	}
+}
+
+// isExit reports whether err only says that the process exited non-zero.
+func isExit(err error) bool {
+	var exit *exec.ExitError
+	return errors.As(err, &exit)
 }
 
 // exitCode maps a signal death to the shell's 128+N convention.
@@ -128,44 +203,63 @@ func exitCode(e *exec.ExitError) int {
 	return e.ExitCode()
 }
 
-// Pid is the process id, which is also its process group id.
+// Pid is the process Start started: for an agent, its reaper. It is the id
+// of the process group the agent runs in, and the ancestor of every process
+// the agent starts; Signal, Terminate and Kill act on the tree below it. It
+// stays valid (not reused) until Done is closed.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
-// Done is closed when the process has exited and been reaped.
+// AgentPid is the agent's own process id (for Run's commands, the same as
+// Pid).
+func (p *Process) AgentPid() int { return p.agent }
+
+// Done is closed when the process has exited and been reaped. For an
+// agent, every process it started is gone by then too (unless its reaper
+// was killed on its own from outside).
 func (p *Process) Done() <-chan struct{} { return p.done }
 
 // Wait waits for the process to exit and returns its exit code (128+N for a
-// death by signal N). The error is set only when waiting itself failed.
+// death by signal N; for an agent, the agent's own). The error is set only
+// when waiting itself failed.
 func (p *Process) Wait() (int, error) {
 	<-p.done
 	return p.code, p.waitErr
 }
 
-// Signal sends sig to the process's group and to every descendant.
+// Signal sends sig to the process's group and to every descendant. It does
+// nothing once the process has exited. An agent's reaper takes no notice of
+// SIGINT, SIGTERM, SIGHUP and SIGQUIT: they are for the agent and its tree.
 func (p *Process) Signal(sig syscall.Signal) {
-	select {
-	case <-p.done:
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exited {
 		return
-	default:
 	}
 	pids := Tree(p.Pid())
-	_ = syscall.Kill(-p.Pid(), sig)
+	_ = syscall.Kill(-p.Pid(), sig) // ESRCH only: the group may be gone
 	for _, pid := range pids {
-		_ = syscall.Kill(pid, sig)
+		_ = syscall.Kill(pid, sig) // ESRCH only: it may have exited since the walk
 	}
 }
 
 // Kill kills the whole tree at once: it freezes every process of it with
 // SIGSTOP (so none can fork or be re-parented while it is walked), then sends
-// SIGKILL. Safe to call more than once, and after the process has exited.
+// SIGKILL. An agent's reaper is spared: it reaps the tree and exits with the
+// agent's status (128+9), so that once Done is closed every process of the
+// tree is gone, not left for init to reap. Safe to call more than once, and
+// after the process has exited (then it does nothing).
 func (p *Process) Kill() {
 	p.killOnce.Do(func() {
-		select {
-		case <-p.done:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.exited {
 			return
-		default:
 		}
-		KillTree(p.Pid())
+		killTree(p.Pid(), !p.reaper)
+		if p.reaper {
+			// A stopped reaper (a debugger, a stray SIGSTOP) could not reap.
+			_ = syscall.Kill(p.Pid(), syscall.SIGCONT) // ESRCH only
+		}
 	})
 }
 
@@ -173,20 +267,25 @@ func (p *Process) Kill() {
 // process to exit, then kills the tree. It returns when the process is gone.
 func (p *Process) Terminate(grace time.Duration) {
 	p.Signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
 	select {
 	case <-p.done:
-	case <-time.After(grace):
+	case <-t.C:
 	}
-	// Even after a clean exit, descendants may linger in sessions of their own.
-	KillTree(p.Pid())
+	p.Kill()
 	<-p.done
 }
 
-// KillTree freezes and kills root, its process group and all its descendants.
-func KillTree(root int) {
+// killTree freezes and kills every descendant of root and, with self,
+// root and its process group too. root must not have been reaped (its pid
+// could belong to another process by then).
+func killTree(root int, self bool) {
 	seen := map[int]bool{}
-	_ = syscall.Kill(-root, syscall.SIGSTOP)
-	_ = syscall.Kill(root, syscall.SIGSTOP)
+	if self {
+		_ = syscall.Kill(-root, syscall.SIGSTOP)
+		_ = syscall.Kill(root, syscall.SIGSTOP)
+	}
 	// Walk until no new descendant appears: a stopped process cannot fork.
 	for range 10 {
 		fresh := 0
@@ -201,13 +300,18 @@ func KillTree(root int) {
 			break
 		}
 	}
-	_ = syscall.Kill(-root, syscall.SIGKILL)
-	_ = syscall.Kill(root, syscall.SIGKILL)
+	if self {
+		_ = syscall.Kill(-root, syscall.SIGKILL)
+		_ = syscall.Kill(root, syscall.SIGKILL)
+	}
 	for pid := range seen {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	// A stopped process does not act on SIGKILL until continued on some kernels' views.
-	_ = syscall.Kill(-root, syscall.SIGCONT)
+	// SIGKILL wakes a stopped process; SIGCONT is for any that got away
+	// from the walk and must not stay frozen.
+	if self {
+		_ = syscall.Kill(-root, syscall.SIGCONT)
+	}
 	for pid := range seen {
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
@@ -272,13 +376,7 @@ func LookPath(name string, env []string) (string, error) {
 		}
 		return "", fmt.Errorf("%s: %w", name, exec.ErrNotFound)
 	}
-	path := ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
+	for _, dir := range filepath.SplitList(Getenv(env, "PATH")) {
 		if dir == "" {
 			dir = "."
 		}

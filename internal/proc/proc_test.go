@@ -1,9 +1,13 @@
 package proc
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -86,4 +90,112 @@ func TestLookPathUsesTheGivenPath(t *testing.T) {
 	got, err = LookPath("./agent", nil)
 	require.NoError(t, err)
 	assert.Equal(t, bin, got, "a relative path is made absolute")
+}
+
+// An agent that exits normally leaves nothing behind, not even a daemon
+// that detached into a session of its own: by the time Wait returns, it is
+// gone.
+func TestAgentExitTakesItsDaemonsWithIt(t *testing.T) {
+	testenv.KillAtCleanup(t, func(c string) bool { return strings.HasPrefix(c, "sleep 3135") })
+	p, err := Start(Cmd{Path: "sh", Args: []string{"-c", "setsid sleep 3135 >/dev/null 2>&1 & echo started"}, Env: env()})
+	require.NoError(t, err)
+	code, err := p.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.False(t, running(t, "sleep 3135"), "the daemon is gone when Wait returns")
+	testenv.AssertGroupGone(t, p.Pid())
+}
+
+// An agent that dies by a signal (a crash, or kill -9 by someone) leaves
+// nothing behind either, and Wait reports the agent's death, not the
+// reaper's.
+func TestAgentCrashTakesItsDescendantsWithIt(t *testing.T) {
+	testenv.KillAtCleanup(t, func(c string) bool { return strings.HasPrefix(c, "sleep 3136") })
+	p, err := Start(Cmd{Path: "sh", Args: []string{"-c", "setsid sleep 3136 & wait"}, Env: env()})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return running(t, "sleep 3136") }, 10*time.Second, 20*time.Millisecond)
+	assert.NotEqual(t, p.Pid(), p.AgentPid())
+	assert.Equal(t, p.Pid(), testenv.Parent(t, p.AgentPid()), "the reaper is the agent's parent")
+
+	require.NoError(t, syscall.Kill(p.AgentPid(), syscall.SIGKILL))
+	code, err := p.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, 128+int(syscall.SIGKILL), code)
+	assert.False(t, running(t, "sleep 3136"), "the orphan is gone when Wait returns")
+}
+
+// The agent's exit code and signal death come through the reaper as they
+// are; a signal to the group stops the agent, not the reaper, which
+// reports it; the agent's stdin and stdout are the ones given.
+func TestReaperIsTransparent(t *testing.T) {
+	for _, tt := range []struct {
+		name, script string
+		signal       syscall.Signal
+		code         int
+	}{
+		{"exit code", "exit 7", 0, 7},
+		{"signal death", "kill -SEGV $$", 0, 128 + int(syscall.SIGSEGV)},
+		{"SIGTERM to the tree", "echo ready; exec sleep 3137", syscall.SIGTERM, 128 + int(syscall.SIGTERM)},
+		{"SIGINT to the tree", "echo ready; exec sleep 3138", syscall.SIGINT, 128 + int(syscall.SIGINT)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			p, err := Start(Cmd{Path: "sh", Args: []string{"-c", tt.script}, Env: env(), Stdout: w})
+			require.NoError(t, errors.Join(err, w.Close()))
+			if tt.signal != 0 {
+				line, err := bufio.NewReader(r).ReadString('\n')
+				require.NoError(t, err)
+				require.Equal(t, "ready\n", line)
+				p.Signal(tt.signal)
+			}
+			code, err := p.Wait()
+			require.NoError(t, errors.Join(err, r.Close()))
+			assert.Equal(t, tt.code, code)
+		})
+	}
+
+	var out bytes.Buffer
+	p, err := Start(Cmd{Path: "cat", Env: env(), Stdin: strings.NewReader("to the agent"), Stdout: &out})
+	require.NoError(t, err)
+	code, err := p.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "to the agent", out.String())
+}
+
+// The agent's environment is the one given, without the reaper's marker.
+func TestAgentEnvironmentIsTheGivenOne(t *testing.T) {
+	var out bytes.Buffer
+	p, err := Start(Cmd{Path: "env", Env: []string{"A=1", "B=2"}, Stdout: &out, Dir: t.TempDir()})
+	require.NoError(t, err)
+	_, err = p.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, "A=1\nB=2\n", out.String())
+}
+
+func TestStartReportsAnAgentThatCannotRun(t *testing.T) {
+	_, err := Start(Cmd{Path: "no-such-agent-cli", Env: env()})
+	assert.ErrorIs(t, err, exec.ErrNotFound)
+
+	// Found, but not executable by the kernel: the reaper's exec fails and
+	// Start says so, with the errno.
+	bin := filepath.Join(t.TempDir(), "agent")
+	require.NoError(t, os.WriteFile(bin, []byte("not a program"), 0o755))
+	_, err = Start(Cmd{Path: bin, Env: env()})
+	assert.ErrorIs(t, err, syscall.ENOEXEC)
+	assert.Contains(t, err.Error(), bin)
+
+	_, err = Start(Cmd{Path: "sh", Env: env(), Dir: filepath.Join(t.TempDir(), "missing")})
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+// A binary that forgot proc.Main would re-execute itself as a normal
+// program instead of a reaper: Start refuses, loudly.
+func TestStartWithoutMainFails(t *testing.T) {
+	hooked.Store(false)
+	defer hooked.Store(true)
+	_, err := Start(Cmd{Path: "true", Env: env()})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "proc.Main()")
 }

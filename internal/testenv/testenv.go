@@ -155,3 +155,68 @@ func AssertGroupGone(t testing.TB, pgid int, msgAndArgs ...any) bool {
 	}
 	return true
 }
+
+// Parent returns the parent pid of pid, read from /proc, or 0 when pid is
+// gone.
+func Parent(t testing.TB, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// The command name may hold spaces and parentheses: skip to the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	fields := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(fields) < 2 {
+		t.Fatalf("testenv: unexpected /proc/%d/stat: %q", pid, b)
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		t.Fatalf("testenv: /proc/%d/stat: %v", pid, err)
+	}
+	return ppid
+}
+
+// Ancestor returns the nearest ancestor of pid whose command line satisfies
+// match, or 0 when there is none.
+func Ancestor(t testing.TB, pid int, match func(cmdline string) bool) int {
+	t.Helper()
+	for p := Parent(t, pid); p > 1; p = Parent(t, p) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "cmdline"))
+		if err == nil && match(strings.ReplaceAll(string(b), "\x00", " ")) {
+			return p
+		}
+	}
+	return 0
+}
+
+// AwaitGone waits up to 10 s until no running process's command line
+// satisfies match, and fails the test naming the survivors otherwise. A
+// killed orphan can stay a zombie (with an empty command line) until init
+// reaps it; zombies do not count.
+func AwaitGone(t testing.TB, what string, match func(cmdline string) bool) bool {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := Processes(t, match)
+		if len(left) == 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s survived: pids %v", what, left)
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// KillAtCleanup kills, when the test ends, every process whose command
+// line satisfies match: a failing test leaves nothing behind.
+func KillAtCleanup(t testing.TB, match func(cmdline string) bool) {
+	t.Helper()
+	t.Cleanup(func() {
+		for _, pid := range Processes(t, match) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+}

@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+)
+
+// lsOptions is `spawn ls` after flag parsing.
+type lsOptions struct {
+	Repo string
+	JSON bool
+}
+
+func newLsCmd(d *deps) *cli.Command {
+	return &cli.Command{
+		Name:  "ls",
+		Usage: "list the repository's runs, newest first",
+		Description: "One line per run: id, age, mode, status, verdict, review rounds, cost, branch\n" +
+			"and task. A run whose spawn is still working is running (its cost so far); a run\n" +
+			"whose record cannot be read is broken.\n\n" +
+			"--json prints one array, newest first, of objects with the fields: id, state\n" +
+			"(running | abandoned | finished | broken), status, mode, verdict, exit_code,\n" +
+			"rounds, cost_usd, branch, task, started_at, finished_at (null while running),\n" +
+			"pr_url, error (the record's {kind, message}, or null), problem (why a broken\n" +
+			"run's record cannot be read), dir (the run directory) and pid (the live run's\n" +
+			"spawn process, 0 when it is not live).\n\n" +
+			"Example:\n   spawn ls\n   spawn ls --json | jq -r '.[0].id'",
+		OnUsageError: onUsageError,
+		Flags: []cli.Flag{
+			repoFlag(),
+			&cli.BoolFlag{Name: "json", Usage: "print the runs as one JSON array"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageError{fmt.Errorf("spawn ls takes no argument (got %q); spawn show ID shows one run", c.Args().First())}
+			}
+			return runLs(c.Context, d, &lsOptions{Repo: c.String("repo"), JSON: c.Bool("json")})
+		},
+	}
+}
+
+// lsRun is one run in `spawn ls --json`. The fields are documented in the
+// command's help.
+type lsRun struct {
+	ID         string                `json:"id"`
+	State      runs.State            `json:"state"`
+	Status     observability.Status  `json:"status"`
+	Mode       observability.Mode    `json:"mode"`
+	Verdict    observability.Verdict `json:"verdict"`
+	ExitCode   int                   `json:"exit_code"`
+	Rounds     int                   `json:"rounds"`
+	CostUSD    float64               `json:"cost_usd"`
+	Branch     string                `json:"branch"`
+	Task       string                `json:"task"`
+	StartedAt  *time.Time            `json:"started_at"`
+	FinishedAt *time.Time            `json:"finished_at"`
+	PRURL      *string               `json:"pr_url"`
+	Error      *observability.Error  `json:"error"`
+	Problem    string                `json:"problem,omitempty"`
+	Dir        string                `json:"dir"`
+	PID        int                   `json:"pid"`
+}
+
+// runLs is `spawn ls`: the table (or the JSON array) of the runs, exit 0
+// even when there is none.
+func runLs(ctx context.Context, d *deps, opts *lsOptions) error {
+	repo, err := d.openRepo(ctx, opts.Repo)
+	if err != nil {
+		return err
+	}
+	entries, err := repo.List()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		// A live run's record counts the cost of the sessions that
+		// ended; its event stream has the running total.
+		if e.State == runs.StateRunning && e.Summary != nil {
+			l, err := spawn.ReadLive(e.Paths)
+			if err != nil {
+				fmt.Fprintf(d.io.Err, "spawn: warning: %v\n", err)
+			}
+			e.Summary.CostUSD = max(e.Summary.CostUSD, l.CostUSD)
+		}
+	}
+	if opts.JSON {
+		out := make([]lsRun, 0, len(entries))
+		for _, e := range entries {
+			out = append(out, lsEntry(e))
+		}
+		return printJSON(d.io.Out, out)
+	}
+	if len(entries) == 0 {
+		fmt.Fprintf(d.io.Err, "no run yet in %s; start one with: spawn run \"describe the task\"\n", repo.Dir)
+		return nil
+	}
+	return lsTable(d.io.Out, entries, time.Now())
+}
+
+// lsEntry is a registry entry as `spawn ls --json` prints it.
+func lsEntry(e runs.Entry) lsRun {
+	r := lsRun{ID: e.ID, State: e.State, Dir: e.Dir}
+	if e.State == runs.StateRunning && e.Holder != nil {
+		r.PID = e.Holder.PID
+	}
+	if e.Err != nil && e.Summary == nil {
+		r.Problem = e.Err.Error()
+	}
+	if s := e.Summary; s != nil {
+		started := s.StartedAt
+		r.Status, r.Mode, r.Verdict, r.ExitCode = s.Status, s.Mode, s.Verdict, s.ExitCode
+		r.Rounds, r.CostUSD, r.Branch, r.Task = s.Rounds, s.CostUSD, s.Branch, s.Task
+		r.StartedAt, r.FinishedAt, r.PRURL, r.Error = &started, s.FinishedAt, s.PRURL, s.Error
+	}
+	return r
+}
+
+// lsTable writes the runs as a table, one line each, ages counted to now.
+func lsTable(w io.Writer, entries []runs.Entry, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGE\tMODE\tSTATUS\tVERDICT\tROUNDS\tCOST\tBRANCH\tTASK")
+	for _, e := range entries {
+		s := e.Summary
+		if s == nil {
+			why := "its record cannot be read"
+			switch {
+			case e.State == runs.StateRunning:
+				why = "starting: no record yet"
+			case e.Err != nil:
+				why = firstLine(e.Err.Error())
+			}
+			fmt.Fprintf(tw, "%s\t-\t-\t%s\t-\t-\t-\t-\t%s\n", e.ID, lsStatus(e), cut(why, 60))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\t%s\n", e.ID, age(now.Sub(s.StartedAt)), s.Mode, lsStatus(e),
+			s.Verdict, s.Rounds, s.CostUSD, orDash(s.Branch), cut(firstLine(s.Task), 50))
+	}
+	return tw.Flush()
+}
+
+// lsStatus is the status column: what the registry knows of a run's life
+// first (running, abandoned, broken), then how its record says it ended.
+func lsStatus(e runs.Entry) string {
+	switch {
+	case e.State == runs.StateFinished && e.Summary != nil:
+		return string(e.Summary.Status)
+	case e.State == "":
+		return "unknown"
+	}
+	return string(e.State)
+}
+
+// age is a duration as a person reads a run's age: 45s, 12m, 5h, 3d.
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// cut shortens s to n runes, ending it with "..." when it was longer.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-3]) + "..."
+	}
+	return s
+}
+
+// orDash is s, or "-" when s is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/watcher"
+)
+
+// progressLine is the terminal's Sink of a run's events: on stderr, a line
+// per notable event (notes, what the agent says, the tools it calls,
+// denials, escalations, questions and answers, review verdicts) and, on a
+// terminal, a live status line below them (phase, turn, files changed,
+// cost, elapsed) that is erased at the end.
+type progressLine struct {
+	mu      sync.Mutex
+	w       io.Writer
+	live    bool // draw the status line (stderr is a terminal)
+	narrate bool // print what the agents do (notes are always printed)
+	role    string
+	sandbox string // the worktree's path, shown relative in tool lines
+	last    watcher.Progress
+	cost    float64 // the run's running total: coder and reviewers; it never goes down
+	start   time.Time
+	shown   bool
+	ticker  *time.Ticker
+	done    chan struct{}
+}
+
+func newProgressLine(w io.Writer, live, narrate bool) *progressLine {
+	p := &progressLine{w: w, live: live && narrate, narrate: narrate, start: time.Now(), done: make(chan struct{})}
+	if live {
+		p.ticker = time.NewTicker(time.Second)
+		go func() {
+			for {
+				select {
+				case <-p.ticker.C:
+					p.mu.Lock()
+					p.draw()
+					p.mu.Unlock()
+				case <-p.done:
+					return
+				}
+			}
+		}()
+	}
+	return p
+}
+
+// Close erases the status line and stops redrawing it.
+func (p *progressLine) Close() {
+	if p.live {
+		p.ticker.Stop()
+		close(p.done)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.erase()
+}
+
+// Event takes one event of the run.
+func (p *progressLine) Event(e spawn.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.erase()
+	switch {
+	case e.Kind == spawn.EventNote:
+		fmt.Fprintf(p.w, "note: %s\n", e.Text)
+	case e.Kind == spawn.EventWarning:
+		fmt.Fprintf(p.w, "warning: %s\n", e.Text)
+	case e.Kind == spawn.EventPhase && e.Phase == spawn.PhaseSandbox:
+		p.sandbox = e.Text
+	case e.Kind == spawn.EventResumed:
+		from := string(e.Resume.FromStatus)
+		if e.Resume.FromVerdict != "" && e.Resume.FromVerdict != "none" {
+			from = string(e.Resume.FromVerdict)
+		}
+		fmt.Fprintf(p.w, "note: resuming run %s in round %d (it ended %s)\n", e.Run, e.Resume.Round, strings.ReplaceAll(from, "_", " "))
+	case e.Kind == spawn.EventMessage:
+		fmt.Fprintf(p.w, "  %-8s message from you delivered (%s): %s\n", "coder", e.Message.How, firstLine(e.Message.Text))
+	case !p.narrate:
+	case e.Kind == spawn.EventAgent:
+		ev := *e.Agent
+		role := string(e.Role)
+		// A reviewer's raw answer is JSON: its verdict is told instead.
+		if p.sandbox != "" && len(ev.Input) > 0 {
+			// Paths inside the worktree read as the repository's own.
+			ev.Input = bytes.ReplaceAll(ev.Input, []byte(p.sandbox+"/"), nil)
+		}
+		if line := describe(ev); line != "" && !(e.Role == "reviewer" && ev.Kind == watcher.ProgressText) {
+			fmt.Fprintf(p.w, "  %-8s %s\n", role, line)
+		}
+		p.role, p.last = role, ev
+		p.cost = max(p.cost, e.RunCostUSD, ev.CostUSD)
+	case e.Kind == spawn.EventReview:
+		for _, f := range e.Review.Feedback {
+			fmt.Fprintf(p.w, "  %-8s review: round %d, %s: %s, %s, %d resolved\n", "reviewer", e.Round, f.Domain, f.Verdict,
+				plural(len(f.Findings), "finding"), len(f.Resolved)+len(f.ResolvedByApproval))
+		}
+		if e.Review.Note != "" {
+			fmt.Fprintf(p.w, "  %-8s %s\n", "spawn", e.Review.Note)
+		}
+	}
+	p.draw()
+}
+
+func (p *progressLine) erase() {
+	if p.live && p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.shown = false
+	}
+}
+
+func (p *progressLine) draw() {
+	if !p.live || p.role == "" {
+		return
+	}
+	p.erase()
+	ev := p.last
+	fmt.Fprintf(p.w, "spawn: %s · turn %d · %d files changed · $%.4f · %s",
+		p.role, ev.Turns, ev.Files, p.cost, time.Since(p.start).Round(time.Second))
+	p.shown = true
+}
+
+// describe is the line a person reads for an event, "" for none.
+func describe(ev watcher.Progress) string {
+	switch ev.Kind {
+	case watcher.ProgressStarted:
+		if ev.Detail != "" {
+			return "resumed session " + ev.Detail
+		}
+		return "started"
+	case watcher.ProgressText:
+		return "says:   " + firstLine(ev.Detail)
+	case watcher.ProgressTool:
+		return "tool:   " + ev.Tool + " " + toolSummary(ev.Input)
+	case watcher.ProgressDenial:
+		if ev.Rule != "" {
+			return fmt.Sprintf("denied: %s %s (escalatable: %s)", ev.Tool, toolSummary(ev.Input), ev.Rule)
+		}
+		return fmt.Sprintf("denied: %s %s", ev.Tool, toolSummary(ev.Input))
+	case watcher.ProgressEscalation:
+		return "granted " + ev.Rule + "; resuming the session"
+	case watcher.ProgressQuestion:
+		return fmt.Sprintf("asked:  %s (confidence %.2f)", firstLine(ev.Detail), ev.Confidence)
+	case watcher.ProgressAnswer:
+		return "answered: " + firstLine(ev.Detail)
+	case watcher.ProgressRetry:
+		return "retry:  " + ev.Detail
+	case watcher.ProgressBudget:
+		return "budget: " + ev.Detail + " reached; stopping"
+	case watcher.ProgressLimit:
+		return "limit:  " + ev.Detail
+	case watcher.ProgressFinished:
+		if ev.Detail != "exited" {
+			return "stopped: " + ev.Detail
+		}
+	}
+	return ""
+}
+
+// toolSummary picks the telling field of a tool's input.
+func toolSummary(input json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(input, &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"command", "file_path", "path", "pattern", "url"} {
+		if v, ok := m[k].(string); ok {
+			return firstLine(v)
+		}
+	}
+	return ""
+}
+
+// plural is "1 finding", "2 findings".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
+)
+
+// runOptions is `spawn run` after flag parsing.
+type runOptions struct {
+	Task         string
+	TaskFile     string
+	TaskArgs     []string
+	Mode         string
+	Repo         string
+	Base         string
+	Branch       string
+	Config       string
+	JSON         bool
+	Quiet        bool // no narration of what the agents do; notes, warnings and the summary stay
+	IdleTimeout  time.Duration
+	TotalTimeout time.Duration
+	Model        string
+	PRBase       string // github mode: the pull request's base branch
+	// Progress is --progress: what stderr shows while the run runs.
+	Progress progressMode
+	// Detach starts the run in a process of its own (runDetach); childArgs
+	// are the flags that process gets, DetachedID the id it runs under.
+	Detach     bool
+	DetachedID string
+	childArgs  []string
+}
+
+func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run a task: a coder in a sandbox branch, reviewed until approved",
+		ArgsUsage: "[--] TASK... | -",
+		Description: "The task comes from the arguments, from --task-file, or from stdin with -.\n" +
+			"The coder works in a git worktree at .spawn/worktrees/<id> on its own branch;\n" +
+			"your working tree is never touched. The record is .spawn/runs/<id>/record.json.\n" +
+			"spawn ls, show, logs, diff and resume find the run again.\n\n" +
+			"Example:\n   spawn run \"add a /healthz endpoint that returns 200\"\n" +
+			"   spawn run --mode solo --task-file task.md\n" +
+			"   echo \"fix the flaky test in store_test.go\" | spawn run --json -",
+		OnUsageError: onUsageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "mode", Usage: "solo | sequential | pingpong | github (default: the config's mode, pingpong out of the box)"},
+			&cli.StringFlag{Name: "repo", Usage: "the git repository to work on", Value: "."},
+			&cli.StringFlag{Name: "base", Usage: "the commit the sandbox branch starts from", Value: "HEAD"},
+			&cli.StringFlag{Name: "branch", Usage: "the sandbox branch's name (default: spawn/<id>/<slug>)"},
+			&cli.StringFlag{Name: "config", Usage: "the configuration file (default: <repo>/spawn-team.toml, then $XDG_CONFIG_HOME/spawn/spawn-team.toml)"},
+			&cli.StringFlag{Name: "task-file", Usage: "read the task from this file"},
+			&cli.BoolFlag{Name: "json", Usage: "print the record as the only output, one JSON document on stdout"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not narrate what the agents do on stderr (the summary, notes and warnings stay)"},
+			&cli.DurationFlag{Name: "idle-timeout", Usage: "stop an agent that prints nothing for this long (e.g. 5m)"},
+			&cli.DurationFlag{Name: "total-timeout", Usage: "stop an agent that runs this long (e.g. 30m)"},
+			&cli.StringFlag{Name: "model", Usage: "the coder's model (claude --model)"},
+			&cli.StringFlag{Name: "pr-base", Usage: "github mode: the pull request's base branch (default: the branch --base names, else the repository's default branch)"},
+			progressFlag(),
+			&cli.BoolFlag{Name: "detach", Usage: "start the run in the background, print its id and return (with --json, {\"id\": ...}); its output goes to detach.log in the run directory"},
+			&cli.StringFlag{Name: detachedIDFlag, Hidden: true},
+		},
+		Action: func(c *cli.Context) error {
+			if err := danglingValue(c); err != nil {
+				return err
+			}
+			if err := checkDetachedID(c.String(detachedIDFlag)); err != nil {
+				return err
+			}
+			progress, err := parseProgress(c.String("progress"))
+			if err != nil {
+				return err
+			}
+			opts := &runOptions{
+				TaskFile:     c.String("task-file"),
+				TaskArgs:     c.Args().Slice(),
+				Mode:         c.String("mode"),
+				Repo:         c.String("repo"),
+				Base:         c.String("base"),
+				Branch:       c.String("branch"),
+				Config:       c.String("config"),
+				JSON:         c.Bool("json"),
+				Quiet:        c.Bool("quiet"),
+				IdleTimeout:  c.Duration("idle-timeout"),
+				TotalTimeout: c.Duration("total-timeout"),
+				Model:        c.String("model"),
+				PRBase:       c.String("pr-base"),
+				Progress:     progress,
+				Detach:       c.Bool("detach"),
+				DetachedID:   c.String(detachedIDFlag),
+				childArgs:    childRunArgs(c),
+			}
+			return runF(c.Context, d, opts)
+		},
+	}
+}
+
+// readTask takes the task from the arguments, --task-file or stdin ("-").
+func readTask(opts *runOptions, stdin io.Reader) (string, error) {
+	args := strings.TrimSpace(strings.Join(opts.TaskArgs, " "))
+	switch {
+	case opts.TaskFile != "" && args != "":
+		return "", &spawn.Error{Kind: spawn.KindUsage, Msg: "give the task either as arguments or with --task-file, not both"}
+	case opts.TaskFile != "":
+		b, err := os.ReadFile(opts.TaskFile)
+		if err != nil {
+			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("cannot read the task file: %v", err), Err: err}
+		}
+		return string(b), nil
+	case args != "-" && slices.Contains(opts.TaskArgs, "-"):
+		return "", &spawn.Error{Kind: spawn.KindUsage, Msg: `"-" reads the task from stdin and must be the only word; give the task as words, or pipe it: echo "fix the bug" | spawn run -`}
+	case args == "-":
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("cannot read the task from stdin: %v", err), Err: err}
+		}
+		return string(b), nil
+	case args == "":
+		return "", &spawn.Error{Kind: spawn.KindUsage, Msg: `no task given; try: spawn run "add a /healthz endpoint"`}
+	}
+	return args, nil
+}
+
+// runRun is `spawn run`: it prints the summary (or, with --json, the
+// record: one document, even when nothing was created) and returns the
+// run's exit code.
+func runRun(ctx context.Context, d *deps, opts *runOptions) error {
+	if opts.Detach {
+		return runDetach(ctx, d, opts)
+	}
+	return d.runAgents(opts.JSON, func() (*observability.Record, error) { return execute(ctx, d, opts) })
+}
+
+// runAgents runs a command that runs agents (run, resume, pr) and reports
+// its record: the summary, or with json the record as the one document
+// (even when nothing was created); the error on stderr; the run's exit
+// code.
+func (d *deps) runAgents(json bool, run func() (*observability.Record, error)) error {
+	d.agents.Store(true)
+	rec, err := run()
+	switch {
+	case json:
+		if perr := printJSON(d.io.Out, rec); perr != nil {
+			return errors.Join(err, perr)
+		}
+	case rec.ID != "":
+		fmt.Fprint(d.io.Out, summary(rec))
+	}
+	if err != nil {
+		fmt.Fprintf(d.io.Err, "spawn: %v\n", err)
+	}
+	return exitIf(rec.ExitCode)
+}
+
+// openConfigured opens the repository that holds dir (repairing its
+// abandoned runs) and loads the configuration for it.
+func (d *deps) openConfigured(ctx context.Context, dir, file string) (*spawn.Repo, config.Config, error) {
+	repo, err := d.openRepo(ctx, dir)
+	if err != nil {
+		return nil, config.Config{}, err
+	}
+	cfg, _, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Env: d.env})
+	return repo, cfg, err
+}
+
+// execute assembles the configuration and runs the task. The record is
+// never nil.
+func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Record, error) {
+	task, err := readTask(opts, d.io.In)
+	if err != nil {
+		return rejected(task, err), err
+	}
+	cfg, _, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: config.Overrides{
+		Mode: observability.Mode(opts.Mode), IdleTimeout: opts.IdleTimeout, TotalTimeout: opts.TotalTimeout, ClaudeModel: opts.Model, PRBase: opts.PRBase,
+	}})
+	if err != nil {
+		return rejected(task, err), err
+	}
+	// Runs whose spawn died are repaired before a new one starts. Outside
+	// a repository there is nothing to repair, and spawn.Run says why it
+	// cannot run there.
+	if _, err := d.openRepo(ctx, opts.Repo); err != nil && spawn.KindOf(err) != spawn.KindRepo {
+		return rejected(task, err), err
+	}
+	sink := d.progressSink(opts.Progress, opts.JSON, opts.Quiet)
+	defer sink.Close()
+	return spawn.Run(ctx, spawn.Options{
+		Task:    task,
+		Config:  cfg,
+		RepoDir: opts.Repo,
+		Base:    opts.Base,
+		Branch:  opts.Branch,
+		Env:     d.env,
+		Hurry:   d.hurry,
+		ID:      opts.DetachedID,
+	}, sink)
+}
+
+// rejected is the record-shaped answer to input the CLI refused before a
+// run could start.
+func rejected(task string, err error) *observability.Record {
+	now := time.Now()
+	rec := observability.New("", task, "", now)
+	rec.Error = &observability.Error{Kind: string(spawn.KindOf(err)), Message: err.Error()}
+	rec.Finish(observability.StatusFailed, spawn.ExitCode(err, observability.VerdictNone), now)
+	return rec
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(line); len(r) > 100 {
+		line = string(r[:97]) + "..."
+	}
+	return line
+}

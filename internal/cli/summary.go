@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
+)
+
+// summary is what a person reads at the end of a run, in this order: the
+// outcome, where the work is, what the reviewers said and what is still
+// open, what the coder declined and why, the run's notes, what was granted and denied, the
+// coder's last word, the cost per agent, the record, and the next steps
+// that are true for this outcome.
+func summary(rec *observability.Record) string {
+	var b strings.Builder
+	if rec.Status == observability.StatusRunning {
+		// A live run (spawn show): no exit code or duration yet.
+		fmt.Fprintf(&b, "spawn %s: running since %s\n", rec.ID, rec.StartedAt.Local().Format(time.DateTime))
+	} else {
+		fmt.Fprintf(&b, "spawn %s: %s (exit %d) in %s\n", rec.ID, outcome(rec), rec.ExitCode, time.Duration(rec.DurationMS)*time.Millisecond)
+	}
+	fmt.Fprintf(&b, "  task:      %s\n", firstLine(rec.Task))
+	if rec.Branch == "" {
+		fmt.Fprintf(&b, "  sandbox:   removed: the run failed before the coder changed anything\n")
+	} else {
+		fmt.Fprintf(&b, "  branch:    %s\n", rec.Branch)
+		fmt.Fprintf(&b, "  worktree:  %s\n", rec.SandboxPath)
+	}
+	if rec.PRURL != nil {
+		fmt.Fprintf(&b, "  pull:      %s\n", *rec.PRURL)
+	}
+	for i, c := range rec.Commits {
+		label := "commits:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(&b, "  %-10s %.12s %s (%s, round %d)\n", label, c.SHA, firstLine(c.Message), c.LLM, c.Iteration)
+	}
+	switch {
+	case len(rec.Commits) == 0 && rec.Status == observability.StatusRunning:
+		fmt.Fprintf(&b, "  commits:   none yet\n")
+	case len(rec.Commits) == 0 && rec.Branch != "":
+		fmt.Fprintf(&b, "  commits:   none; the coder changed nothing\n")
+	}
+	if rec.Error != nil {
+		fmt.Fprintf(&b, "  error:     %s: %s\n", rec.Error.Kind, rec.Error.Message)
+	}
+	for _, n := range rec.Notes {
+		fmt.Fprintf(&b, "  note:      %s\n", n)
+	}
+	if len(rec.ReviewFeedback) > 0 {
+		b.WriteString(rounds(rec))
+	}
+	open := openFindings(rec)
+	if len(open) > 0 {
+		fmt.Fprintf(&b, "  open:      %s still open\n", plural(len(open), "finding"))
+		for _, f := range open {
+			fmt.Fprintf(&b, "             %-8s %s  %s\n", f.Severity, location(f), f.Title)
+		}
+	}
+	byID := findingsByID(rec)
+	for i, r := range declined(rec) {
+		label := "declined:"
+		if i > 0 {
+			label = ""
+		}
+		title := r.FindingID
+		if f, ok := byID[r.FindingID]; ok {
+			title = fmt.Sprintf("%s %s  %s", f.Severity, location(f), f.Title)
+		}
+		fmt.Fprintf(&b, "  %-10s %s\n             the coder (round %d): %s\n", label, title, r.Iteration, firstLine(r.Reason))
+	}
+	for _, g := range rec.PermissionsGranted {
+		fmt.Fprintf(&b, "  granted:   %s to %s (round %d)\n", g.Rule, g.LLM, g.Iteration)
+	}
+	for _, p := range rec.PermissionsRequested {
+		fmt.Fprintf(&b, "  denied:    %s %s (%s, round %d)\n", p.Tool, toolSummary(p.Input), p.LLM, p.Iteration)
+	}
+	if n := len(rec.CoderMessages); n > 0 {
+		m := rec.CoderMessages[n-1]
+		fmt.Fprintf(&b, "  coder said (round %d):\n", m.Iteration)
+		for _, line := range excerpt(m.Text, 6) {
+			fmt.Fprintf(&b, "             %s\n", line)
+		}
+	}
+	b.WriteString(cost(rec))
+	fmt.Fprintf(&b, "  record:    %s\n", filepath.Join(rec.Repo, sandbox.Dir, "runs", rec.ID, "record.json"))
+	for i, step := range nextSteps(rec, len(open)) {
+		label := "next:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(&b, "  %-10s %s\n", label, step)
+	}
+	return b.String()
+}
+
+// outcome names how the run ended in words: the verdict of a completed
+// reviewed run, "done" for a solo one, else the status.
+func outcome(rec *observability.Record) string {
+	switch rec.Status {
+	case observability.StatusSucceeded:
+		switch rec.Verdict {
+		case observability.VerdictNone:
+			return "done, not reviewed"
+		case observability.VerdictChangesRequested:
+			return "changes requested"
+		case observability.VerdictNotConverged:
+			return "not converged"
+		case observability.VerdictReviewFailed:
+			return "review failed"
+		}
+		return string(rec.Verdict)
+	case observability.StatusTimedOut:
+		return "timed out"
+	case observability.StatusFailed:
+		if rec.Error != nil && rec.Error.Kind != "" {
+			return "failed: " + rec.Error.Kind
+		}
+	}
+	return string(rec.Status)
+}
+
+// nextSteps are what the person can do now, true for this outcome: merge
+// only what was approved, or say plainly that the work was not reviewed.
+func nextSteps(rec *observability.Record, open int) []string {
+	if rec.Status == observability.StatusRunning {
+		return []string{"the run is still working: spawn logs -f " + rec.ID + " follows it, spawn ps shows what it does"}
+	}
+	if rec.Branch == "" {
+		return []string{"nothing was left but this record: fix what the error says, then run again"}
+	}
+	if len(rec.Commits) == 0 {
+		return []string{"nothing to take: the branch holds no change. Remove it with: git worktree remove " + rec.SandboxPath + " && git branch -D " + rec.Branch}
+	}
+	diff := fmt.Sprintf("git diff %.12s %s", rec.Base, rec.Branch)
+	switch {
+	case rec.Status == observability.StatusSucceeded && rec.Verdict == observability.VerdictApproved:
+		return []string{"approved by the reviewer: git merge " + rec.Branch}
+	case rec.Status == observability.StatusSucceeded && rec.Verdict == observability.VerdictNone:
+		return []string{"read the change (no reviewer ran in " + string(rec.Mode) + " mode): " + diff, "then take it: git merge " + rec.Branch}
+	case rec.Status == observability.StatusSucceeded && rec.Verdict == observability.VerdictReviewFailed:
+		return []string{"the work was NOT reviewed (the reviewer's answer could not be used); read it before merging: " + diff}
+	case rec.Status == observability.StatusSucceeded:
+		return []string{
+			fmt.Sprintf("the reviewer did not approve: %s open; fix them in %s and commit there, or read the change: %s", plural(open, "finding"), rec.SandboxPath, diff),
+			"merge only if you accept what is open: git merge " + rec.Branch,
+		}
+	}
+	ended := map[observability.Status]string{observability.StatusTimedOut: "timed out", observability.StatusInterrupted: "was interrupted"}[rec.Status]
+	if ended == "" {
+		ended = "failed"
+	}
+	return []string{fmt.Sprintf("the run %s before its review finished: the work on the branch was NOT reviewed; read it: %s", ended, diff)}
+}
+
+// rounds is the table of review rounds: each reviewer's verdict, its
+// findings with their titles, what it resolved; then the run's verdict.
+func rounds(rec *observability.Record) string {
+	var b strings.Builder
+	for i, f := range rec.ReviewFeedback {
+		label := "reviews:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(&b, "  %-10s round %d  %-24s %-16s %s, %d resolved\n", label, f.Iteration, string(f.Reviewer)+" ("+f.Domain+")", f.Verdict,
+			plural(len(f.Findings), "finding"), len(f.Resolved)+len(f.ResolvedByApproval))
+		for _, x := range f.Findings {
+			fmt.Fprintf(&b, "               %-8s %s  %s (%s)\n", x.Severity, location(x), x.Title, x.Status)
+		}
+		if f.ParseError != "" {
+			fmt.Fprintf(&b, "               the answer could not be used: %s\n", firstLine(f.ParseError))
+		}
+	}
+	fmt.Fprintf(&b, "  verdict:   %s\n", rec.Verdict)
+	return b.String()
+}
+
+// openFindings are the findings still open at the end, once each, the most
+// severe first.
+func openFindings(rec *observability.Record) []observability.Finding {
+	var open []observability.Finding
+	for _, f := range findingsByID(rec) {
+		if f.Status == observability.FindingOpen {
+			open = append(open, f)
+		}
+	}
+	sort.SliceStable(open, func(i, j int) bool {
+		if a, b := open[i].Severity.Rank(), open[j].Severity.Rank(); a != b {
+			return a > b
+		}
+		return location(open[i]) < location(open[j])
+	})
+	return open
+}
+
+// findingsByID is every finding of the run by id, as last reported.
+func findingsByID(rec *observability.Record) map[string]observability.Finding {
+	m := map[string]observability.Finding{}
+	for _, fb := range rec.ReviewFeedback {
+		for _, f := range fb.Findings {
+			m[f.ID] = f
+		}
+	}
+	return m
+}
+
+// declined are the coder's replies that declined a finding.
+func declined(rec *observability.Record) []observability.CoderReply {
+	var out []observability.CoderReply
+	for _, r := range rec.CoderReplies {
+		if r.Action == observability.CoderDeclined {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// cost is the run's cost and tokens, and each agent's share.
+func cost(rec *observability.Record) string {
+	u := rec.Usage
+	var b strings.Builder
+	fmt.Fprintf(&b, "  cost:      $%.4f, %s, %d input / %d output tokens\n", u.CostUSD, plural(u.Turns, "turn"), u.InputTokens, u.OutputTokens)
+	type key struct {
+		llm  observability.LLM
+		role observability.Role
+	}
+	var order []key
+	sums := map[key]*observability.AgentUsage{}
+	for _, a := range u.ByAgent {
+		k := key{a.LLM, a.Role}
+		s, ok := sums[k]
+		if !ok {
+			s = &observability.AgentUsage{}
+			sums[k] = s
+			order = append(order, k)
+		}
+		s.CostUSD += a.CostUSD
+		s.Turns += a.Turns
+		s.InputTokens += a.InputTokens
+		s.OutputTokens += a.OutputTokens
+	}
+	for _, k := range order {
+		s := sums[k]
+		fmt.Fprintf(&b, "             %s (%s): $%.4f, %s, %d input / %d output tokens\n", k.role, k.llm, s.CostUSD, plural(s.Turns, "turn"), s.InputTokens, s.OutputTokens)
+	}
+	return b.String()
+}
+
+// location is a finding's file:line ("file" without a line, "-" without a
+// file).
+func location(f observability.Finding) string {
+	switch {
+	case f.File == "":
+		return "-"
+	case f.Line > 0:
+		return fmt.Sprintf("%s:%d", f.File, f.Line)
+	}
+	return f.File
+}
+
+// excerpt is text's first max non-empty lines, each cut to fit a terminal,
+// with "..." when more was left out.
+func excerpt(text string, max int) []string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if len(out) == max {
+			out = append(out, "...")
+			break
+		}
+		out = append(out, firstLine(line))
+	}
+	return out
+}

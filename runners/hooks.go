@@ -1,0 +1,166 @@
+package runners
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// HookArg is the first argument of the command claude runs for a spawn
+// hook: `<spawn binary> __spawn-hook <event> <args>...`. A binary that
+// links package spawn answers such a call from that package's
+// initialisation, before any main or TestMain code, and exits; no
+// command or flag of spawn's is named like it.
+const HookArg = "__spawn-hook"
+
+// HookEvent is a claude hook event spawn answers, as it is named in a hook
+// command's arguments.
+type HookEvent string
+
+// The hook events spawn installs.
+const (
+	// HookPostToolUse: a tool call succeeded (claude's PostToolUse).
+	HookPostToolUse HookEvent = "post-tool-use"
+	// HookPostToolUseFailure: a tool call failed (claude's PostToolUseFailure).
+	HookPostToolUseFailure HookEvent = "post-tool-use-failure"
+	// HookStop: the agent is about to end its turn (claude's Stop).
+	HookStop HookEvent = "stop"
+)
+
+// claudeEvent is the name claude gives each event: in its settings, and as
+// hook_event_name in a hook's input.
+var claudeEvent = map[HookEvent]string{
+	HookPostToolUse:        "PostToolUse",
+	HookPostToolUseFailure: "PostToolUseFailure",
+	HookStop:               "Stop",
+}
+
+// hookTimeout is the seconds claude lets a spawn hook run before it
+// cancels it. A hook reads a few small files; a minute is a hung disk.
+const hookTimeout = 60
+
+// ClaudeHookSettings returns claude settings (the file given to claude
+// with --settings, merged over the user's own settings and never written
+// into them) that install spawn's hooks: after every tool call (whether it
+// succeeded or failed) and when the agent is about to stop, claude runs
+//
+//	'<exe>' __spawn-hook <event> '<arg>'...
+//
+// through its shell, each word single-quoted. exe must be an absolute path
+// to a binary that answers HookArg calls (see HookCall).
+func ClaudeHookSettings(exe string, args ...string) ([]byte, error) {
+	if !strings.HasPrefix(exe, "/") {
+		return nil, fmt.Errorf("runners: claude hooks: %q is not an absolute path", exe)
+	}
+	type command struct {
+		Type    string `json:"type"`
+		Command string `json:"command"`
+		Timeout int    `json:"timeout"`
+	}
+	type matcher struct {
+		Matcher string    `json:"matcher,omitempty"`
+		Hooks   []command `json:"hooks"`
+	}
+	hooks := map[string][]matcher{}
+	for _, ev := range []HookEvent{HookPostToolUse, HookPostToolUseFailure, HookStop} {
+		words := append([]string{exe, HookArg, string(ev)}, args...)
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = shellQuote(w)
+		}
+		m := matcher{Hooks: []command{{Type: "command", Command: strings.Join(quoted, " "), Timeout: hookTimeout}}}
+		if ev != HookStop {
+			m.Matcher = "*" // every tool; Stop has no matcher
+		}
+		hooks[claudeEvent[ev]] = []matcher{m}
+	}
+	b, err := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("runners: claude hooks: %w", err)
+	}
+	return b, nil
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, where each
+// single quote of s closes the quoting, is escaped, and reopens it.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// HookCall reports whether args (a process's arguments after argv[0]) are
+// a spawn hook call, and returns its event and the arguments after it.
+// An unknown event is an error.
+func HookCall(args []string) (event HookEvent, rest []string, ok bool, err error) {
+	if len(args) == 0 || args[0] != HookArg {
+		return "", nil, false, nil
+	}
+	if len(args) < 2 {
+		return "", nil, true, errors.New("spawn hook: no event given")
+	}
+	ev := HookEvent(args[1])
+	if _, known := claudeEvent[ev]; !known {
+		return "", nil, true, fmt.Errorf("spawn hook: unknown event %q", args[1])
+	}
+	return ev, args[2:], true, nil
+}
+
+// hookInput is the part of claude's hook input (one JSON object on the
+// hook's stdin) spawn reads.
+type hookInput struct {
+	HookEventName string `json:"hook_event_name"`
+}
+
+// AnswerHook answers one claude hook call for event: it reads claude's
+// input from in, calls take for the text to hand the agent ("" when there
+// is none) and writes claude's answer on out:
+//
+//   - after a tool call, the text as the call's additional context:
+//     {"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":TEXT}};
+//   - at a stop, a block whose reason is the text, so the agent goes on
+//     and reads it: {"decision":"block","reason":TEXT}.
+//
+// With no text it writes nothing: claude carries on, and stops when it was
+// stopping. take must return each text once (spawn's takes the messages
+// out of the inbox): then a stop is blocked only to hand the agent
+// something new, the hook never keeps an agent going by itself, and claude's
+// stop_hook_active (the agent already goes on because of a block) needs
+// no handling of its own. Input that is not claude's hook input for
+// event is an error, and take is not called.
+func AnswerHook(event HookEvent, in io.Reader, out io.Writer, take func() (string, error)) error {
+	var input hookInput
+	if err := json.NewDecoder(in).Decode(&input); err != nil {
+		return fmt.Errorf("spawn hook: read claude's input: %w", err)
+	}
+	if want := claudeEvent[event]; input.HookEventName != want {
+		return fmt.Errorf("spawn hook: claude's input is for %q, not %q", input.HookEventName, want)
+	}
+	text, err := take()
+	if err != nil || text == "" {
+		return err
+	}
+	var answer any
+	if event == HookStop {
+		answer = struct {
+			Decision string `json:"decision"`
+			Reason   string `json:"reason"`
+		}{"block", text}
+	} else {
+		type specific struct {
+			HookEventName     string `json:"hookEventName"`
+			AdditionalContext string `json:"additionalContext"`
+		}
+		answer = struct {
+			HookSpecificOutput specific `json:"hookSpecificOutput"`
+		}{specific{claudeEvent[event], text}}
+	}
+	b, err := json.Marshal(answer)
+	if err != nil {
+		return fmt.Errorf("spawn hook: %w", err)
+	}
+	if _, err := out.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("spawn hook: write the answer: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package runners
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+)
+
+func TestClaudeHookSettingsInstallEveryHookWithQuotedWords(t *testing.T) {
+	b, err := ClaudeHookSettings("/opt/my spawn/spawn", "/repo/.spawn/runs/x/inbox", "2")
+	require.NoError(t, err)
+	var s struct {
+		Hooks map[string][]struct {
+			Matcher string `json:"matcher"`
+			Hooks   []struct {
+				Type    string `json:"type"`
+				Command string `json:"command"`
+				Timeout int    `json:"timeout"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	require.NoError(t, json.Unmarshal(b, &s))
+	require.Len(t, s.Hooks, 3)
+	for name, event := range map[string]string{"PostToolUse": "post-tool-use", "PostToolUseFailure": "post-tool-use-failure", "Stop": "stop"} {
+		require.Len(t, s.Hooks[name], 1, name)
+		m := s.Hooks[name][0]
+		if name == "Stop" {
+			assert.Empty(t, m.Matcher, "Stop takes no matcher")
+		} else {
+			assert.Equal(t, "*", m.Matcher, "every tool")
+		}
+		require.Len(t, m.Hooks, 1)
+		assert.Equal(t, "command", m.Hooks[0].Type)
+		assert.Positive(t, m.Hooks[0].Timeout)
+		assert.Equal(t, "'/opt/my spawn/spawn' '__spawn-hook' '"+event+"' '/repo/.spawn/runs/x/inbox' '2'", m.Hooks[0].Command)
+	}
+	_, err = ClaudeHookSettings("spawn")
+	assert.Error(t, err, "a relative binary would be looked up in the agent's PATH")
+}
+
+func TestAHookCommandReachesTheBinaryWordForWordThroughTheShell(t *testing.T) {
+	words := []string{"/bin/echo", "it's", "a $HOME `x`", `back\slash`, "two  spaces", ""}
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = shellQuote(w)
+	}
+	out, err := proc.Run(context.Background(), proc.Cmd{Path: "/bin/sh", Args: []string{"-c", `printf '%s\n' ` + strings.Join(quoted[1:], " ")}})
+	require.NoError(t, err)
+	assert.Equal(t, strings.Join(words[1:], "\n")+"\n", string(out))
+}
+
+func TestHookCall(t *testing.T) {
+	ev, rest, ok, err := HookCall([]string{"__spawn-hook", "stop", "/inbox", "1"})
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, HookStop, ev)
+	assert.Equal(t, []string{"/inbox", "1"}, rest)
+
+	_, _, ok, err = HookCall([]string{"run", "fix it"})
+	require.NoError(t, err)
+	assert.False(t, ok, "spawn's own commands are not hook calls")
+	_, _, ok, err = HookCall(nil)
+	require.NoError(t, err)
+	assert.False(t, ok)
+
+	_, _, ok, err = HookCall([]string{"__spawn-hook", "pre-tool-use"})
+	assert.True(t, ok)
+	assert.ErrorContains(t, err, "unknown event")
+	_, _, ok, err = HookCall([]string{"__spawn-hook"})
+	assert.True(t, ok)
+	assert.Error(t, err)
+}
+
+func TestAnswerHook(t *testing.T) {
+	text := func(s string) func() (string, error) { return func() (string, error) { return s, nil } }
+	tests := []struct {
+		name  string
+		event HookEvent
+		input string
+		take  func() (string, error)
+		want  string
+	}{
+		{
+			name: "a message after a tool call is its additional context", event: HookPostToolUse,
+			input: `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_response":{"stdout":"ok"}}`,
+			take:  text("use tabs"),
+			want:  `{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"use tabs"}}`,
+		},
+		{
+			name: "after a failed tool call too", event: HookPostToolUseFailure,
+			input: `{"hook_event_name":"PostToolUseFailure","tool_name":"Bash","error":"exit 1"}`,
+			take:  text("use tabs"),
+			want:  `{"hookSpecificOutput":{"hookEventName":"PostToolUseFailure","additionalContext":"use tabs"}}`,
+		},
+		{
+			name: "a message at a stop blocks it", event: HookStop,
+			input: `{"hook_event_name":"Stop","stop_hook_active":false}`,
+			take:  text("add a test"),
+			want:  `{"decision":"block","reason":"add a test"}`,
+		},
+		{
+			name: "a new message blocks a stop the hook already blocked once", event: HookStop,
+			input: `{"hook_event_name":"Stop","stop_hook_active":true}`,
+			take:  text("and another"),
+			want:  `{"decision":"block","reason":"and another"}`,
+		},
+		{
+			name: "no message, no answer: the agent stops", event: HookStop,
+			input: `{"hook_event_name":"Stop","stop_hook_active":true}`,
+			take:  text(""),
+		},
+		{
+			name: "no message after a tool call", event: HookPostToolUse,
+			input: `{"hook_event_name":"PostToolUse"}`,
+			take:  text(""),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			require.NoError(t, AnswerHook(tt.event, strings.NewReader(tt.input), &out, tt.take))
+			if tt.want == "" {
+				assert.Empty(t, out.String())
+				return
+			}
+			assert.JSONEq(t, tt.want, out.String())
+		})
+	}
+}
+
+func TestAnswerHookRefusesInputItCannotRead(t *testing.T) {
+	called := false
+	take := func() (string, error) { called = true; return "x", nil }
+	var out bytes.Buffer
+	assert.ErrorContains(t, AnswerHook(HookStop, strings.NewReader("not json"), &out, take), "read claude's input")
+	assert.ErrorContains(t, AnswerHook(HookStop, strings.NewReader(`{"hook_event_name":"PostToolUse"}`), &out, take), `not "Stop"`)
+	assert.False(t, called, "no message is taken for a call that cannot be answered")
+	assert.Empty(t, out.String())
+
+	boom := errors.New("disk gone")
+	err := AnswerHook(HookPostToolUse, strings.NewReader(`{"hook_event_name":"PostToolUse"}`), &out, func() (string, error) { return "", boom })
+	assert.ErrorIs(t, err, boom)
+}

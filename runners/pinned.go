@@ -1,0 +1,8 @@
+package runners
+
+// The agent CLI versions spawn is tested with: agents/package.json pins
+// them, and `spawn doctor` compares the installed ones against them.
+const (
+	PinnedClaude = "2.1.197"
+	PinnedGemini = "0.61.0"
+)

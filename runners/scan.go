@@ -1,0 +1,837 @@
+package runners
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// The fast path of Claude.Parse. Tool calls and their results are most of
+// the bytes of a coding session (whole files, test output), and decoding
+// their lines with encoding/json cost most of spawn's CPU when reading a
+// stream. A user or assistant line is parsed here instead, in one pass over
+// its bytes that validates the line as encoding/json's scanner does and
+// decodes only what its events need. The rule that keeps the two paths
+// equal: the fast path decides a line only when its result is certain to be
+// the one the full decoder gives; anything unusual (another event type, a
+// key that differs from a field name only in case or holds an escape or a
+// non-ASCII byte, a repeated key, a value of an unexpected type, a count
+// that is not an integer, deep nesting) makes it decline, and the line goes
+// to encoding/json as before. TestClaudeFastPath* and FuzzClaudeFastPath
+// hold the two paths to the same events.
+
+// fastMaxDepth bounds the nesting the fast path follows; deeper lines go to
+// encoding/json, which has its own limit.
+const fastMaxDepth = 256
+
+// jsonScanner walks one JSON text. Its methods validate as they go (the
+// grammar encoding/json accepts) and report false on the first error.
+type jsonScanner struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+// ws skips JSON whitespace.
+func (s *jsonScanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek is the next byte after whitespace, 0 at the end.
+func (s *jsonScanner) peek() byte {
+	s.ws()
+	if s.i >= len(s.b) {
+		return 0
+	}
+	return s.b[s.i]
+}
+
+// Bytes repeated in each byte of a word, for asciiRun.
+const (
+	lsbs = 0x0101010101010101
+	msbs = 0x8080808080808080
+)
+
+// asciiRun returns the index of the first byte of b at or after i that is
+// not printable ASCII standing for itself in a JSON string (a control
+// character, a quote, a backslash or a byte outside ASCII), len(b) if none.
+// It looks at eight bytes at a time: in a word x, (x - lsbs*n) &^ x & msbs
+// marks the bytes below n, and the lowest mark is exact.
+func asciiRun(b []byte, i int) int {
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		m := ((x-lsbs*0x20)|((x^lsbs*'"')-lsbs)|((x^lsbs*'\\')-lsbs))&^x&msbs | x&msbs
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return i
+		}
+	}
+	return i
+}
+
+// str reads the string at s.i (its opening quote) and returns it with its
+// quotes, and whether it holds an escape or a byte outside ASCII (then it
+// must be unquoted to be compared or kept).
+func (s *jsonScanner) str() (raw []byte, plain, ok bool) {
+	start := s.i
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false, false
+	}
+	s.i++
+	plain = true
+	b := s.b
+	for {
+		i := asciiRun(b, s.i)
+		for i < len(b) && b[i] >= utf8.RuneSelf {
+			plain = false
+			i = asciiRun(b, i+1)
+		}
+		s.i = i
+		if i >= len(b) {
+			return nil, false, false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			s.i++
+			return b[start:s.i], plain, true
+		case c == '\\':
+			plain = false
+			if i+1 >= len(b) {
+				return nil, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				s.i = i + 2
+			case 'u':
+				if i+6 > len(b) {
+					return nil, false, false
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !isHex(h) {
+						return nil, false, false
+					}
+				}
+				s.i = i + 6
+			default:
+				return nil, false, false
+			}
+		default: // a control character
+			return nil, false, false
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// number reads a JSON number.
+func (s *jsonScanner) number() bool {
+	b, i := s.b, s.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return false
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return false
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	s.i = i
+	return true
+}
+
+// literal reads true, false or null.
+func (s *jsonScanner) literal(word string) bool {
+	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
+		return false
+	}
+	s.i += len(word)
+	return true
+}
+
+// skip reads one value of any kind.
+func (s *jsonScanner) skip() bool {
+	switch s.peek() {
+	case '"':
+		_, _, ok := s.str()
+		return ok
+	case '{':
+		return s.object(func(key []byte) bool { return s.skip() })
+	case '[':
+		return s.array(func() bool { return s.skip() })
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.literal("null")
+	default:
+		return s.number()
+	}
+}
+
+// object reads an object, calling member with each key (its raw bytes
+// between the quotes) with s.i at the value, which member must read.
+func (s *jsonScanner) object(member func(key []byte) bool) bool {
+	if s.peek() != '{' {
+		return false
+	}
+	if s.depth++; s.depth > fastMaxDepth {
+		return false
+	}
+	s.i++
+	if s.peek() == '}' {
+		s.i++
+		s.depth--
+		return true
+	}
+	for {
+		if s.peek() != '"' {
+			return false
+		}
+		raw, _, ok := s.str()
+		if !ok || s.peek() != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		if !member(raw[1 : len(raw)-1]) {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			s.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array reads an array, calling elem with s.i at each element, which elem
+// must read.
+func (s *jsonScanner) array(elem func() bool) bool {
+	if s.peek() != '[' {
+		return false
+	}
+	if s.depth++; s.depth > fastMaxDepth {
+		return false
+	}
+	s.i++
+	if s.peek() == ']' {
+		s.i++
+		s.depth--
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			s.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// keyIs classifies an object key against a field name as encoding/json
+// matches it: exact is an exact match; decline is a key the fast path does
+// not judge (one that differs from name only in ASCII case, or holds an
+// escape or a byte outside ASCII, which encoding/json may fold onto name).
+func keyIs(key []byte, name string) (exact, decline bool) {
+	if string(key) == name {
+		return true, false
+	}
+	if len(key) != len(name) {
+		// An escape or a multi-byte letter may still fold onto name.
+		return false, hasEscapeOrNonASCII(key)
+	}
+	for i := range len(key) {
+		c := key[i]
+		if c == '\\' || c >= utf8.RuneSelf {
+			return false, true
+		}
+		if lower(c) != lower(name[i]) {
+			return false, false
+		}
+	}
+	return false, true
+}
+
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func hasEscapeOrNonASCII(b []byte) bool {
+	for _, c := range b {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
+}
+
+// hex4 is the value of four hex digits, already validated.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c <= '9':
+			c -= '0'
+		case c >= 'a':
+			c = c - 'a' + 10
+		default:
+			c = c - 'A' + 10
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// matchKey matches an object key against the field names of a struct as
+// encoding/json does: i is the index of the name key is exactly, -1 for
+// none. decline reports a key the fast path does not judge: one that
+// differs from a name only in ASCII case, or that holds an escape or a
+// byte outside ASCII (encoding/json may fold it onto a name).
+func matchKey(key []byte, names ...string) (i int, decline bool) {
+	for i, name := range names {
+		exact, decline := keyIs(key, name)
+		if decline {
+			return -1, true
+		}
+		if exact {
+			return i, false
+		}
+	}
+	return -1, false
+}
+
+// once marks field i as read in seen, and reports false when it already
+// was: a repeated key goes to the full decoder.
+func once(seen *uint8, i int) bool {
+	if *seen&(1<<i) != 0 {
+		return false
+	}
+	*seen |= 1 << i
+	return true
+}
+
+// stringField reads a string value into *dst; any other value declines.
+func (s *jsonScanner) stringField(dst *string) bool {
+	if s.peek() != '"' {
+		return false
+	}
+	v, ok := s.strValue()
+	*dst = v
+	return ok
+}
+
+// strValue reads the string at s.i and returns what encoding/json decodes
+// it into, validating and decoding in one pass (a tool result's text is
+// most of a stream's bytes): as encoding/json does, a lone or broken surrogate
+// and each byte of malformed UTF-8 become U+FFFD.
+func (s *jsonScanner) strValue() (string, bool) {
+	b := s.b
+	start := s.i + 1
+	var out strings.Builder // empty while the value is b[start:i]
+	decoded := false
+	for i := start; ; {
+		j := asciiRun(b, i)
+		if j >= len(b) {
+			return "", false
+		}
+		c := b[j]
+		if c == '"' {
+			s.i = j + 1
+			if !decoded {
+				return string(b[start:j]), true
+			}
+			out.Write(b[i:j])
+			return out.String(), true
+		}
+		if c < 0x20 {
+			return "", false
+		}
+		if !decoded {
+			decoded = true
+			// Room for a typical tool result; a longer value grows.
+			out.Grow(min(len(b)-start, 8<<10))
+		}
+		out.Write(b[i:j])
+		if c >= utf8.RuneSelf {
+			rr, size := utf8.DecodeRune(b[j:])
+			out.WriteRune(rr)
+			i = j + size
+			continue
+		}
+		// A backslash.
+		if j+1 >= len(b) {
+			return "", false
+		}
+		i = j + 2
+		switch b[j+1] {
+		case '"', '\\', '/':
+			out.WriteByte(b[j+1])
+		case 'b':
+			out.WriteByte('\b')
+		case 'f':
+			out.WriteByte('\f')
+		case 'n':
+			out.WriteByte('\n')
+		case 'r':
+			out.WriteByte('\r')
+		case 't':
+			out.WriteByte('\t')
+		case 'u':
+			rr := u4(b, j)
+			if rr < 0 {
+				return "", false
+			}
+			i = j + 6
+			if utf16.IsSurrogate(rr) {
+				if lo := u4(b, i); lo >= 0 {
+					if dec := utf16.DecodeRune(rr, lo); dec != unicode.ReplacementChar {
+						out.WriteRune(dec)
+						i += 6
+						continue
+					}
+				}
+				rr = unicode.ReplacementChar
+			}
+			out.WriteRune(rr)
+		default:
+			return "", false
+		}
+	}
+}
+
+// u4 is the value of the escape \uXXXX at b[i:], -1 if there is none.
+func u4(b []byte, i int) rune {
+	if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+		return -1
+	}
+	for _, h := range b[i+2 : i+6] {
+		if !isHex(h) {
+			return -1
+		}
+	}
+	return hex4(b[i+2 : i+6])
+}
+
+// claudeFastLine parses a claude stream-json line on the fast path. It
+// reports handled false when the line must go to the full decoder: it is
+// neither a user nor an assistant line, or not one the fast path is sure to
+// read as encoding/json does. When handled, events holds the line's events
+// in order (it is buf, reused), which may be none; the line was valid JSON.
+//
+// The message is read in the same pass whether the type comes before it or
+// after (claude writes the type first; a re-encoded stream may sort the
+// keys): every field a user or an assistant message may need is read, and
+// the type picks the events at the end.
+func claudeFastLine(line []byte, buf []Event) (events []Event, handled bool) {
+	s := jsonScanner{b: line}
+	var kind string // "user" or "assistant" once the type is read
+	var msg fastMessage
+	var seen uint8
+	ok := s.object(func(key []byte) bool {
+		i, decline := matchKey(key, "type", "message")
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		case i == 0:
+			if s.peek() != '"' {
+				return false
+			}
+			typ, plain, ok := s.str()
+			switch {
+			case ok && plain && string(typ) == `"user"`:
+				kind = "user"
+			case ok && plain && string(typ) == `"assistant"`:
+				kind = "assistant"
+			default:
+				// Another type goes to the full decoder: stop here.
+				return false
+			}
+			return true
+		}
+		switch s.peek() {
+		case 'n':
+			return s.literal("null")
+		case '{':
+			return s.message(&msg)
+		default:
+			return false
+		}
+	})
+	if s.ws(); !ok || s.i != len(s.b) || kind == "" {
+		return buf[:0], false
+	}
+	return msg.events(kind, buf[:0]), true
+}
+
+// fastMessage is what the events of a user or assistant line need of its
+// message.
+type fastMessage struct {
+	id     string
+	usage  *Usage
+	blocks []fastBlock
+}
+
+// fastBlock is one content block of a message: the fields of claudeBlock.
+type fastBlock struct {
+	typ, text string
+	toolUse   ToolUse
+	result    ToolResult
+}
+
+// events appends the events of a line of kind ("user" or "assistant") to
+// events, as Parse makes them from claudeLine.
+func (m *fastMessage) events(kind string, events []Event) []Event {
+	for i := range m.blocks {
+		b := &m.blocks[i]
+		switch {
+		case kind == "user" && b.typ == "tool_result":
+			events = append(events, Event{Kind: KindToolResult, ToolResult: &b.result})
+		case kind == "assistant" && b.typ == "text":
+			events = append(events, Event{Kind: KindText, Message: m.id, Usage: m.usage, Text: b.text})
+		case kind == "assistant" && b.typ == "tool_use":
+			events = append(events, Event{Kind: KindToolUse, Message: m.id, Usage: m.usage, ToolUse: &b.toolUse})
+		}
+	}
+	return events
+}
+
+// message reads a message object into m.
+func (s *jsonScanner) message(m *fastMessage) bool {
+	var seen uint8
+	return s.object(func(key []byte) bool {
+		i, decline := matchKey(key, "id", "content", "usage")
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		}
+		switch i {
+		case 0:
+			return s.stringField(&m.id)
+		case 1:
+			switch s.peek() {
+			case '[':
+				return s.array(func() bool {
+					m.blocks = append(m.blocks, fastBlock{})
+					return s.block(&m.blocks[len(m.blocks)-1])
+				})
+			case '"':
+				// A replayed prompt: a type mismatch that leaves no blocks.
+				_, _, ok := s.str()
+				return ok
+			case 'n':
+				return s.literal("null")
+			default:
+				return false
+			}
+		default:
+			switch s.peek() {
+			case '{':
+				var ok bool
+				m.usage, ok = s.usage()
+				return ok
+			case 'n':
+				return s.literal("null")
+			default:
+				return false
+			}
+		}
+	})
+}
+
+// block reads one content block into b.
+func (s *jsonScanner) block(b *fastBlock) bool {
+	if s.peek() != '{' {
+		return false
+	}
+	var seen uint8
+	return s.object(func(key []byte) bool {
+		i, decline := matchKey(key, "type", "text", "id", "name", "input", "tool_use_id", "is_error", "content")
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		}
+		switch i {
+		case 0:
+			return s.stringField(&b.typ)
+		case 1:
+			return s.stringField(&b.text)
+		case 2:
+			return s.stringField(&b.toolUse.ID)
+		case 3:
+			return s.stringField(&b.toolUse.Name)
+		case 4:
+			// A json.RawMessage: the value's bytes as they are.
+			start := s.i
+			if !s.skip() {
+				return false
+			}
+			b.toolUse.Input = append([]byte(nil), s.b[start:s.i]...)
+			return true
+		case 5:
+			return s.stringField(&b.result.ToolUseID)
+		case 6:
+			switch s.peek() {
+			case 't':
+				b.result.IsError = true
+				return s.literal("true")
+			case 'f':
+				return s.literal("false")
+			default:
+				return false
+			}
+		default:
+			var ok bool
+			b.result.Content, ok = s.toolResultText()
+			return ok
+		}
+	})
+}
+
+// toolResultText reads a tool_result's content as claudeToolResultText
+// reads it: a string, or the text blocks of an array joined with newlines;
+// any other value has no text.
+func (s *jsonScanner) toolResultText() (string, bool) {
+	switch s.peek() {
+	case '"':
+		return s.strValue()
+	case '[':
+		var texts []string
+		ok := s.array(func() bool {
+			if s.peek() != '{' {
+				return s.skip()
+			}
+			// A map: keys are unquoted and looked up exactly, then with
+			// strings.EqualFold; matchKey declines any key that could fold.
+			var typ, text string
+			var seen uint8
+			ok := s.object(func(key []byte) bool {
+				i, decline := matchKey(key, "type", "text")
+				switch {
+				case decline:
+					return false
+				case i < 0:
+					return s.skip()
+				case !once(&seen, i):
+					return false
+				case s.peek() != '"':
+					// Not a string: no type, or an empty text.
+					return s.skip()
+				case i == 0:
+					return s.stringField(&typ)
+				default:
+					return s.stringField(&text)
+				}
+			})
+			if ok && typ == "text" {
+				texts = append(texts, text)
+			}
+			return ok
+		})
+		return strings.Join(texts, "\n"), ok
+	default:
+		return "", s.skip()
+	}
+}
+
+// assistantMessage reads the message object of an assistant line,
+// appending a KindText or KindToolUse event for each text and tool_use
+// block, all with the message's id and usage.
+func (s *jsonScanner) assistantMessage(events []Event) ([]Event, bool) {
+	first := len(events)
+	var id string
+	var usage *Usage
+	var seen uint8
+	ok := s.object(func(key []byte) bool {
+		i, decline := matchKey(key, "id", "content", "usage")
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		}
+		switch i {
+		case 0:
+			return s.stringField(&id)
+		case 1:
+			switch s.peek() {
+			case '[':
+				return s.array(func() bool {
+					var ok bool
+					events, ok = s.assistantBlock(events)
+					return ok
+				})
+			case 'n':
+				return s.literal("null")
+			default:
+				return false
+			}
+		default:
+			switch s.peek() {
+			case '{':
+				var ok bool
+				usage, ok = s.usage()
+				return ok
+			case 'n':
+				return s.literal("null")
+			default:
+				return false
+			}
+		}
+	})
+	for i := first; i < len(events); i++ {
+		events[i].Message, events[i].Usage = id, usage
+	}
+	return events, ok
+}
+
+// assistantBlock reads one content block of an assistant message,
+// appending an event when it is a text or a tool_use.
+func (s *jsonScanner) assistantBlock(events []Event) ([]Event, bool) {
+	if s.peek() != '{' {
+		return events, false
+	}
+	var typ, text string
+	var tu ToolUse
+	var seen uint8
+	ok := s.object(func(key []byte) bool {
+		i, decline := matchKey(key, "type", "text", "id", "name", "input")
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		}
+		switch i {
+		case 0:
+			return s.stringField(&typ)
+		case 1:
+			return s.stringField(&text)
+		case 2:
+			return s.stringField(&tu.ID)
+		case 3:
+			return s.stringField(&tu.Name)
+		default:
+			// A json.RawMessage: the value's bytes as they are.
+			start := s.i
+			if !s.skip() {
+				return false
+			}
+			tu.Input = append([]byte(nil), s.b[start:s.i]...)
+			return true
+		}
+	})
+	switch {
+	case !ok:
+	case typ == "text":
+		events = append(events, Event{Kind: KindText, Text: text})
+	case typ == "tool_use":
+		events = append(events, Event{Kind: KindToolUse, ToolUse: &tu})
+	}
+	return events, ok
+}
+
+// usage reads a message's usage object as claudeUsage, summed as Parse
+// sums it. A count that is not an integer declines.
+func (s *jsonScanner) usage() (*Usage, bool) {
+	var in, create, read, out int64
+	var seen uint8
+	ok := s.object(func(key []byte) bool {
+		i, decline := matchKey(key, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		}
+		start := s.i
+		if !s.number() {
+			return false
+		}
+		n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+		if err != nil {
+			return false
+		}
+		*[...]*int64{&in, &create, &read, &out}[i] = n
+		return true
+	})
+	return &Usage{InputTokens: in + create + read, OutputTokens: out}, ok
+}

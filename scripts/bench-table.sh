@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Runs spawn's benchmarks and prints one table: each figure as spawn against
+# its limit measured in the same run (the bare CLI, raw git, cat, true...),
+# and their ratio. A figure whose benchmark is missing or failed prints n/a;
+# the failure is shown under the table and the script exits 1.
+#
+#   BENCHTIME=5x  go test -benchtime for every benchmark (default 5x)
+#   SMOKE=1       a quick pass (-benchtime 1x, the cheap figures only) that
+#                 proves the benchmarks and this table still work
+#   GO=go         the go command
+set -uo pipefail
+
+GO=${GO:-go}
+BENCHTIME=${BENCHTIME:-5x}
+SMOKE=${SMOKE:-0}
+cd "$(dirname "$0")/.."
+
+out=$(mktemp)
+errs=$(mktemp)
+trap 'rm -f "$out" "$errs"' EXIT
+failed=0
+
+# bench PKG REGEX [TAG [ENV...]]: runs the benchmarks; TAG is appended to
+# their names (BenchmarkStream@1MB) so runs of one benchmark stay apart.
+bench() {
+	local pkg=$1 re=$2 tag=${3:-} log
+	shift 3 2>/dev/null || shift $#
+	log=$(mktemp)
+	if ! env "$@" "$GO" test -run '^$' -bench "$re" -benchtime "$BENCHTIME" "$pkg" >"$log" 2>&1; then
+		failed=1
+		{ echo "--- $pkg -bench $re $tag failed:"; tail -20 "$log"; } >>"$errs"
+	fi
+	sed -n "s/^\(Benchmark[^ /-]*\)/\1$tag/p" "$log" >>"$out"
+	rm -f "$log"
+}
+
+if [ "$SMOKE" = 1 ]; then
+	BENCHTIME=1x
+	bench ./spawn 'BenchmarkSoloRun$|BenchmarkVersionStartup$'
+	bench ./spawn/runs 'BenchmarkList1000$'
+	bench ./internal/cli 'BenchmarkLs1000Runs$'
+	bench ./spawn/sandbox 'BenchmarkWorktree$'
+	bench ./watcher 'BenchmarkStream$' @1MB SPAWN_BENCH_STREAM_MB=1
+else
+	bench ./spawn 'BenchmarkSoloRun$|BenchmarkPingpongOverhead$|BenchmarkConcurrent8$|BenchmarkReviewerBytes$|BenchmarkVersionStartup$'
+	bench ./spawn/runs 'BenchmarkList1000$'
+	bench ./internal/cli 'BenchmarkLs1000Runs$'
+	bench ./spawn/sandbox 'BenchmarkWorktree$|BenchmarkTurnCommit$'
+	bench ./watcher 'BenchmarkStream$' @1MB SPAWN_BENCH_STREAM_MB=1
+	bench ./watcher 'BenchmarkStream$' @100MB SPAWN_BENCH_STREAM_MB=100
+	BENCHTIME=1x bench ./watcher 'BenchmarkStream$' @1GB SPAWN_BENCH_STREAM_MB=1000
+fi
+
+echo "spawn benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, -benchtime $BENCHTIME"
+echo
+awk '
+# A result line: BenchmarkName[/sub]-P  N  value unit  value unit ...
+{
+	name = $1; sub(/-[0-9]+$/, "", name)
+	for (i = 3; i + 1 <= NF; i += 2) m[name, $(i + 1)] = $i
+}
+function has(k, u) { return ((k, u) in m) }
+function ms(k, u) { return has(k, u) ? m[k, u] / 1e6 : "" }
+function v(k, u) { return has(k, u) ? m[k, u] : "" }
+function fmt(x, unit) {
+	if (x == "") return "n/a"
+	if (unit == "x") return sprintf("%.2f", x)
+	if (x >= 100) return sprintf("%.0f %s", x, unit)
+	return sprintf("%.1f %s", x, unit)
+}
+function row(figure, s, l, unit, lunit,    ratio) {
+	if (lunit == "") lunit = unit
+	ratio = (s != "" && l != "" && l + 0 != 0) ? sprintf("%.2fx", s / l) : "n/a"
+	printf "| %-48s | %14s | %14s | %7s |\n", figure, fmt(s, unit), fmt(l, lunit), ratio
+}
+function one(figure, s, unit, limit) {
+	printf "| %-48s | %14s | %14s | %7s |\n", figure, fmt(s, unit), limit, "-"
+}
+END {
+	# row and one keep their locals in extra parameters: awk variables are
+	# global otherwise.
+	printf "| %-48s | %14s | %14s | %7s |\n", "figure", "spawn", "limit", "ratio"
+	printf "|%s|%s|%s|%s|\n", "--------------------------------------------------", "----------------", "----------------", "---------"
+	row("solo turn vs bare claude", ms("BenchmarkSoloRun/spawn", "ns/op"), ms("BenchmarkSoloRun/claude", "ns/op"), "ms")
+	p = "BenchmarkPingpongOverhead"
+	row("pingpong run (2 rounds) wall vs agents own time", v(p, "wall-ms"), v(p, "agents-ms"), "ms")
+	one("  overhead per agent process", v(p, "overhead-ms/proc"), "ms", "-")
+	one("  overhead, % of the wall time", v(p, "overhead-%"), "%", "-")
+	one("  before the first agent (preflight, worktree)", v(p, "setup-ms"), "ms", "-")
+	one("  between two agents (turn git, snapshots)", v(p, "between-ms"), "ms", "-")
+	one("  after the last agent", v(p, "finish-ms"), "ms", "-")
+	row("provisioning (worktree) vs git worktree add", ms("BenchmarkWorktree/spawn", "ns/op"), ms("BenchmarkWorktree/git", "ns/op"), "ms")
+	row("per-turn git, 50k files, vs raw git", v("BenchmarkTurnCommit/50k", "spawn-ms"), v("BenchmarkTurnCommit/50k", "git-ms"), "ms")
+	n = split("1MB 100MB 1GB", sz, " ")
+	for (i = 1; i <= n; i++) {
+		k = "BenchmarkStream@" sz[i]
+		row("stream " sz[i] " MB/s vs cat", v(k, "MB/s"), v(k, "cat-MB/s"), "MB/s")
+		one("  peak RSS at " sz[i], v(k, "rss-MB"), "MB", has(k, "cat-rss-MB") ? fmt(v(k, "cat-rss-MB"), "MB") : "-")
+	}
+	row("8 concurrent solo runs vs 8 bare claude", ms("BenchmarkConcurrent8/spawn", "ns/op"), ms("BenchmarkConcurrent8/claude", "ns/op"), "ms")
+	k = "BenchmarkReviewerBytes"
+	for (r = 2; r <= 5; r++) {
+		row("reviewer round " r ": prompt / full re-review", v(k, "r" r "-prompt-x"), 0.40, "x")
+		row("reviewer round " r ": request / fresh full review", v(k, "r" r "-request-x"), 1.00, "x")
+	}
+	one("registry List of 1,000 runs", ms("BenchmarkList1000", "ns/op"), "ms", "-")
+	row("spawn ls of 1,000 runs vs its registry List", ms("BenchmarkLs1000Runs", "ns/op"), ms("BenchmarkList1000", "ns/op"), "ms")
+	row("spawn version start-up vs exec true", ms("BenchmarkVersionStartup/spawn", "ns/op"), ms("BenchmarkVersionStartup/true", "ns/op"), "ms")
+}' "$out"
+
+if [ "$failed" != 0 ]; then
+	echo
+	cat "$errs"
+	exit 1
+fi

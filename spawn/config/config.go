@@ -1,0 +1,579 @@
+// Package config is spawn's configuration: the Config type, its built-in
+// defaults, and Load, which layers defaults < file < SPAWN_* environment
+// variables < flag overrides and validates the result once, before anything
+// is created. Every problem is an *Error that names where the bad value came
+// from: the file and line, the environment variable, or the flag.
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/infinite-improbability-drive/spawn/internal/git"
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/prompts"
+	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
+	"github.com/infinite-improbability-drive/spawn/watcher"
+)
+
+// File is the name spawn looks for in the repository and in
+// $XDG_CONFIG_HOME/spawn.
+const File = "spawn-team.toml"
+
+// Config is spawn's configuration.
+type Config struct {
+	Team        Team        `toml:"spawn-team"`
+	Spawn       Limits      `toml:"spawn"`
+	Permissions Permissions `toml:"permissions"`
+	Runners     Runners     `toml:"runners"`
+	Sandbox     Sandbox     `toml:"sandbox"`
+	GitHub      GitHub      `toml:"github"`
+}
+
+// GitHub configures github mode and spawn pr (package team/github).
+type GitHub struct {
+	// Remote is the git remote spawn pushes the run's branch to; its URL
+	// names the repository on GitHub (GITHUB_REPOSITORY overrides that).
+	Remote string `toml:"remote"`
+	// Draft opens the pull request as a draft, marked ready for review
+	// once the reviewers approve.
+	Draft bool `toml:"draft"`
+	// PRBase is the pull request's base branch; "" means the branch --base
+	// names, else the repository's default branch.
+	PRBase string `toml:"pr_base"`
+	// MinWriteInterval spaces spawn's writes to GitHub (reviews, replies,
+	// statuses), as GitHub asks of integrations.
+	MinWriteInterval time.Duration `toml:"min_write_interval"`
+	// TrustedAuthors are logins whose review threads spawn pr acts on,
+	// besides the repository's writers, maintainers and admins.
+	TrustedAuthors []string `toml:"trusted_authors"`
+	// ResolveHumanThreads lets spawn pr resolve a person's thread once
+	// fixed; otherwise it replies and leaves resolving to them.
+	ResolveHumanThreads bool `toml:"resolve_human_threads"`
+}
+
+// Sandbox configures how the agents are confined (package isolation).
+type Sandbox struct {
+	// Isolation is auto (bubblewrap when it works, else none, said loudly),
+	// bwrap (fail closed without it) or none.
+	Isolation isolation.Mode `toml:"isolation"`
+	// Network is open, or model-only: the agents reach nothing but the
+	// run's model relay.
+	Network isolation.Network `toml:"network"`
+}
+
+// Team configures the orchestrator.
+type Team struct {
+	Mode                   observability.Mode `toml:"mode"`
+	MaxIterations          int                `toml:"max_iterations"`
+	PrimaryLLM             string             `toml:"primary_llm"`
+	ReviewerLLM            string             `toml:"reviewer_llm"`
+	MaxEscalations         int                `toml:"max_escalations"`
+	ReviewDomains          []string           `toml:"review_domains"`
+	ParallelReviewers      bool               `toml:"parallel_reviewers"`
+	MaxConcurrentReviewers int                `toml:"max_concurrent_reviewers"`
+}
+
+// Limits bounds one agent run.
+type Limits struct {
+	IdleTimeout    time.Duration `toml:"idle_timeout"`
+	TotalTimeout   time.Duration `toml:"total_timeout"`
+	ToolTimeout    time.Duration `toml:"tool_timeout"` // replaces IdleTimeout while a tool call runs
+	MaxTurns       int           `toml:"max_turns"`
+	MaxCostUSD     float64       `toml:"max_cost_usd"`
+	MaxAutoAnswers int           `toml:"max_auto_answers"`
+	// QuestionConfidence is the question detector's score (0 to 1) at which
+	// a coder that stopped with a question is answered.
+	QuestionConfidence float64 `toml:"question_confidence"`
+	// QuestionPatterns are extra regular expressions that signal a question.
+	QuestionPatterns []string `toml:"question_patterns"`
+	// AutoAnswer is what the coder is told; "" means the built-in answer.
+	AutoAnswer string `toml:"auto_answer"`
+}
+
+// Permissions is the coder's tool manifest.
+type Permissions struct {
+	// Mode is claude's --permission-mode. bypassPermissions is refused.
+	Mode         string   `toml:"mode"`
+	AllowedTools []string `toml:"allowed_tools"`
+	Escalatable  []string `toml:"escalatable"`
+	DeniedTools  []string `toml:"denied_tools"`
+}
+
+// Runners configures the agent CLIs.
+type Runners struct {
+	Claude Runner `toml:"claude"`
+	Gemini Runner `toml:"gemini"`
+}
+
+// Runner configures one agent CLI.
+type Runner struct {
+	Command string `toml:"command"`
+	Model   string `toml:"model"`
+	// ApprovalMode is gemini's --approval-mode (the reviewer is read-only:
+	// "default"). Unused for claude.
+	ApprovalMode string `toml:"approval_mode,omitempty"`
+	// MaxRetries bounds the CLI's own retries of a failed model API call
+	// (claude: CLAUDE_CODE_MAX_RETRIES; gemini: general.maxAttempts-1).
+	// 0 means no retries.
+	MaxRetries int `toml:"max_retries"`
+	// AllowedTools are the only built-in tools the reviewer is offered
+	// (gemini's tools.core): read-only file tools by default. ExcludedTools
+	// are never offered (tools.exclude). Gemini only: the coder's tools are
+	// [permissions].
+	AllowedTools  []string `toml:"allowed_tools,omitempty"`
+	ExcludedTools []string `toml:"excluded_tools,omitempty"`
+}
+
+// Default returns the built-in configuration; spawn-team.toml at the root
+// of spawn's repository documents the same values.
+func Default() Config {
+	return Config{
+		Team: Team{
+			Mode:                   observability.ModePingpong,
+			MaxIterations:          3,
+			PrimaryLLM:             "claude-code",
+			ReviewerLLM:            "gemini-cli",
+			MaxEscalations:         5,
+			ReviewDomains:          []string{"security", "technical_feasibility", "general_polish"},
+			MaxConcurrentReviewers: 3,
+		},
+		Spawn: Limits{
+			IdleTimeout:        5 * time.Minute,
+			TotalTimeout:       30 * time.Minute,
+			ToolTimeout:        20 * time.Minute,
+			MaxAutoAnswers:     2,
+			QuestionConfidence: 0.6,
+			QuestionPatterns:   []string{},
+		},
+		Permissions: Permissions{
+			Mode:         "acceptEdits",
+			AllowedTools: []string{"Read", "Edit", "Write", "Glob", "Grep", "Bash(go test:*)"},
+			Escalatable:  []string{"Bash(go build:*)", "Bash(make:*)"},
+			DeniedTools:  []string{"WebFetch", "WebSearch"},
+		},
+		Runners: Runners{
+			Claude: Runner{Command: "claude", MaxRetries: 2},
+			Gemini: Runner{Command: "gemini", Model: "gemini-2.5-pro", ApprovalMode: "default", MaxRetries: 2,
+				AllowedTools: []string{"list_directory", "read_file", "grep_search", "glob"}, ExcludedTools: []string{}},
+		},
+		Sandbox: Sandbox{Isolation: isolation.ModeAuto, Network: isolation.NetworkOpen},
+		GitHub:  GitHub{Remote: "origin", Draft: true, MinWriteInterval: time.Second, TrustedAuthors: []string{}},
+	}
+}
+
+// Error is a configuration problem: a file that does not parse, an unknown
+// key, a bad value. It names where the problem is.
+type Error struct {
+	File string // the file, or "" for the environment or flags
+	Line int    // 0 when unknown
+	Key  string // the key, the environment variable, or the flag
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+		}
+		b.WriteString(": ")
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, "%s: ", e.Key)
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Overrides are the values flags set; a zero field sets nothing.
+type Overrides struct {
+	Mode         observability.Mode // --mode
+	IdleTimeout  time.Duration      // --idle-timeout
+	TotalTimeout time.Duration      // --total-timeout
+	ClaudeModel  string             // --model
+	PRBase       string             // --pr-base
+}
+
+// flagKeys names the flag that sets each key, for error messages.
+var flagKeys = map[string]string{
+	"spawn-team.mode":      "--mode",
+	"spawn.idle_timeout":   "--idle-timeout",
+	"spawn.total_timeout":  "--total-timeout",
+	"runners.claude.model": "--model",
+	"github.pr_base":       "--pr-base",
+}
+
+func (o Overrides) apply(c *Config, set map[string]string) {
+	if o.Mode != "" {
+		c.Team.Mode, set["spawn-team.mode"] = o.Mode, flagKeys["spawn-team.mode"]
+	}
+	if o.IdleTimeout != 0 {
+		c.Spawn.IdleTimeout, set["spawn.idle_timeout"] = o.IdleTimeout, flagKeys["spawn.idle_timeout"]
+	}
+	if o.TotalTimeout != 0 {
+		c.Spawn.TotalTimeout, set["spawn.total_timeout"] = o.TotalTimeout, flagKeys["spawn.total_timeout"]
+	}
+	if o.PRBase != "" {
+		c.GitHub.PRBase, set["github.pr_base"] = o.PRBase, flagKeys["github.pr_base"]
+	}
+	if o.ClaudeModel != "" {
+		c.Runners.Claude.Model, set["runners.claude.model"] = o.ClaudeModel, flagKeys["runners.claude.model"]
+	}
+}
+
+// Source says where Load reads the configuration from.
+type Source struct {
+	// File is the file --config names; "" means Find looks for one.
+	File string
+	// RepoDir is a directory inside the repository ("" is the current one).
+	RepoDir string
+	// Env is the environment: SPAWN_* variables, XDG_CONFIG_HOME, HOME.
+	Env []string
+	// Flags are the flag overrides, applied last.
+	Flags Overrides
+}
+
+// Load assembles the configuration: the built-in defaults, then the file
+// Find picks, then the SPAWN_* variables of src.Env, then src.Flags. It
+// validates the result once, at the end, and returns the file used ("" for
+// none). An error is an *Error naming the file and line, the variable or
+// the flag that set the bad value.
+func Load(ctx context.Context, src Source) (Config, string, error) {
+	dir := src.RepoDir
+	if dir == "" {
+		dir = "."
+	}
+	top := dir
+	if repo, err := git.Open(ctx, dir, src.Env); err == nil {
+		top = repo.Dir
+	}
+	path, err := Find(src.File, top, src.Env)
+	if err != nil {
+		return Config{}, "", err
+	}
+	cfg := Default()
+	set := map[string]string{} // key -> the variable or flag that set it last
+	var data []byte
+	if path != "" {
+		if data, err = os.ReadFile(path); err != nil {
+			return Config{}, path, &Error{File: path, Msg: fmt.Sprintf("cannot read the configuration file (%v); check the path", err)}
+		}
+		if cfg, err = decodeFile(path, data, cfg); err != nil {
+			return Config{}, path, err
+		}
+	}
+	if err := applyEnv(&cfg, src.Env, set); err != nil {
+		return Config{}, path, err
+	}
+	src.Flags.apply(&cfg, set)
+	if err := cfg.Validate(); err != nil {
+		var ce *Error
+		if errors.As(err, &ce) {
+			if by, ok := set[ce.Key]; ok {
+				ce.Key = by
+			} else if path != "" {
+				if line := keyLine(data, ce.Key); line > 0 {
+					ce.File, ce.Line = path, line
+				}
+			}
+		}
+		return Config{}, path, err
+	}
+	return cfg, path, nil
+}
+
+// Find returns the configuration file to load: explicit when set (it must
+// exist), else <repo>/spawn-team.toml, else
+// $XDG_CONFIG_HOME/spawn/spawn-team.toml (~/.config when unset). "" means
+// none exists and the defaults apply.
+func Find(explicit, repo string, env []string) (string, error) {
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err != nil {
+			return "", &Error{File: explicit, Msg: "cannot read the configuration file; check the --config path"}
+		}
+		return explicit, nil
+	}
+	candidates := []string{filepath.Join(repo, File)}
+	if xdg := proc.Getenv(env, "XDG_CONFIG_HOME"); xdg != "" {
+		candidates = append(candidates, filepath.Join(xdg, "spawn", File))
+	} else if home := proc.Getenv(env, "HOME"); home != "" {
+		candidates = append(candidates, filepath.Join(home, ".config", "spawn", File))
+	}
+	for _, c := range candidates {
+		if _, err := os.Stat(c); err == nil {
+			return c, nil
+		}
+	}
+	return "", nil
+}
+
+// decodeFile decodes a file's data over base strictly: unknown keys, wrong
+// types and bad durations are an *Error naming the file, key and line. A
+// list the file sets replaces the default list; it is not merged into it.
+func decodeFile(path string, data []byte, base Config) (Config, error) {
+	cfg := base
+	cfg.Team.ReviewDomains, cfg.Permissions.AllowedTools = nil, nil
+	cfg.Permissions.Escalatable, cfg.Permissions.DeniedTools = nil, nil
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&cfg)
+	if err != nil {
+		return base, decodeError(path, err)
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 {
+		key := undecoded[0].String()
+		return base, &Error{File: path, Line: keyLine(data, key), Key: key, Msg: unknownKey(key)}
+	}
+	if err := integerDurations(path, data, md); err != nil {
+		return base, err
+	}
+	for _, keep := range []struct {
+		key  []string
+		dst  *[]string
+		from []string
+	}{
+		{[]string{"spawn-team", "review_domains"}, &cfg.Team.ReviewDomains, base.Team.ReviewDomains},
+		{[]string{"permissions", "allowed_tools"}, &cfg.Permissions.AllowedTools, base.Permissions.AllowedTools},
+		{[]string{"permissions", "escalatable"}, &cfg.Permissions.Escalatable, base.Permissions.Escalatable},
+		{[]string{"permissions", "denied_tools"}, &cfg.Permissions.DeniedTools, base.Permissions.DeniedTools},
+	} {
+		if !md.IsDefined(keep.key...) {
+			*keep.dst = keep.from
+		}
+	}
+	return cfg, nil
+}
+
+var tomlErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.*)$`)
+
+func decodeError(path string, err error) error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return &Error{File: path, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message}
+	}
+	if m := tomlErrRE.FindStringSubmatch(err.Error()); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &Error{File: path, Line: line, Key: m[2], Msg: m[3]}
+	}
+	return &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
+}
+
+// keyLine finds the line that sets a dotted key ("spawn.idle_timeout") in a
+// TOML document, or 0. It reads table headers and key = value lines, which is
+// all a spawn-team.toml holds.
+func keyLine(data []byte, key string) int {
+	table := ""
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "["):
+			table = strings.Trim(strings.TrimSpace(strings.SplitN(line, "#", 2)[0]), "[]")
+			table = strings.ReplaceAll(strings.TrimSpace(table), `"`, "")
+			if table == key {
+				return n
+			}
+		case strings.Contains(line, "="):
+			k := strings.Trim(strings.TrimSpace(strings.SplitN(line, "=", 2)[0]), `"`)
+			full := k
+			if table != "" {
+				full = table + "." + k
+			}
+			if full == key {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// Validate checks every value, every tool rule and every pattern: a
+// configuration that passes is one spawn can run with. The error is an
+// *Error naming the key.
+func (c Config) Validate() error {
+	bad := func(key, format string, args ...any) error {
+		return &Error{Key: key, Msg: fmt.Sprintf(format, args...)}
+	}
+	if _, err := observability.ParseMode(string(c.Team.Mode)); err != nil {
+		return bad("spawn-team.mode", "%v", err)
+	}
+	switch {
+	case c.Team.MaxIterations < 1:
+		return bad("spawn-team.max_iterations", "must be at least 1, got %d", c.Team.MaxIterations)
+	case c.Team.PrimaryLLM != string(observability.LLMClaude):
+		return bad("spawn-team.primary_llm", "%q is not supported; use %q", c.Team.PrimaryLLM, observability.LLMClaude)
+	case c.Team.ReviewerLLM != string(observability.LLMGemini):
+		return bad("spawn-team.reviewer_llm", "%q is not supported; use %q", c.Team.ReviewerLLM, observability.LLMGemini)
+	case c.Team.MaxEscalations < 0:
+		return bad("spawn-team.max_escalations", "must not be negative")
+	case c.Team.MaxConcurrentReviewers < 1:
+		return bad("spawn-team.max_concurrent_reviewers", "must be at least 1")
+	case c.Spawn.IdleTimeout <= 0:
+		return bad("spawn.idle_timeout", "must be a positive duration such as \"5m\"")
+	case c.Spawn.TotalTimeout <= 0:
+		return bad("spawn.total_timeout", "must be a positive duration such as \"30m\"")
+	case c.Spawn.ToolTimeout <= 0:
+		return bad("spawn.tool_timeout", "must be a positive duration such as \"20m\"")
+	case c.Spawn.MaxTurns < 0:
+		return bad("spawn.max_turns", "must not be negative (0 means no limit)")
+	case c.Spawn.MaxCostUSD < 0:
+		return bad("spawn.max_cost_usd", "must not be negative (0 means no budget)")
+	case c.Spawn.MaxAutoAnswers < 0:
+		return bad("spawn.max_auto_answers", "must not be negative")
+	case c.Spawn.QuestionConfidence < 0 || c.Spawn.QuestionConfidence > 1:
+		return bad("spawn.question_confidence", "must be between 0 and 1, got %g", c.Spawn.QuestionConfidence)
+	case !runners.PermissionModeOK(c.Permissions.Mode):
+		return bad("permissions.mode", "%q is not allowed; use one of %s (spawn never bypasses permissions)",
+			c.Permissions.Mode, strings.Join(runners.PermissionModes(), ", "))
+	case c.Runners.Claude.Command == "":
+		return bad("runners.claude.command", "must name the claude binary")
+	case c.Runners.Gemini.Command == "":
+		return bad("runners.gemini.command", "must name the gemini binary")
+	case len(c.Runners.Claude.AllowedTools) > 0:
+		return bad("runners.claude.allowed_tools", "is not a claude setting; the coder's tools are permissions.allowed_tools")
+	case len(c.Runners.Claude.ExcludedTools) > 0:
+		return bad("runners.claude.excluded_tools", "is not a claude setting; the coder's tools are permissions.denied_tools")
+	case len(c.Runners.Gemini.AllowedTools) == 0:
+		return bad("runners.gemini.allowed_tools", "must name at least one tool, such as \"read_file\"")
+	case slices.ContainsFunc(c.Runners.Gemini.AllowedTools, badToolName):
+		return bad("runners.gemini.allowed_tools", "holds %q, which is not a tool name", c.Runners.Gemini.AllowedTools[slices.IndexFunc(c.Runners.Gemini.AllowedTools, badToolName)])
+	case slices.ContainsFunc(c.Runners.Gemini.ExcludedTools, badToolName):
+		return bad("runners.gemini.excluded_tools", "holds %q, which is not a tool name", c.Runners.Gemini.ExcludedTools[slices.IndexFunc(c.Runners.Gemini.ExcludedTools, badToolName)])
+	case c.Runners.Claude.MaxRetries < 0:
+		return bad("runners.claude.max_retries", "must not be negative")
+	case c.Runners.Gemini.MaxRetries < 0:
+		return bad("runners.gemini.max_retries", "must not be negative")
+	case validErr(isolation.ParseMode(string(c.Sandbox.Isolation))) != nil:
+		return bad("sandbox.isolation", "%v", validErr(isolation.ParseMode(string(c.Sandbox.Isolation))))
+	case validErr(isolation.ParseNetwork(string(c.Sandbox.Network))) != nil:
+		return bad("sandbox.network", "%v", validErr(isolation.ParseNetwork(string(c.Sandbox.Network))))
+	case c.Sandbox.Network == isolation.NetworkModelOnly && c.Sandbox.Isolation == isolation.ModeNone:
+		return bad("sandbox.network", "model-only needs the bubblewrap sandbox; set sandbox.isolation to auto or bwrap")
+	case c.Runners.Gemini.Model == "":
+		return bad("runners.gemini.model", "must name a model (without one the CLI calls a router model first)")
+	case !runners.ApprovalModeOK(c.Runners.Gemini.ApprovalMode):
+		return bad("runners.gemini.approval_mode", "%q is not allowed; use one of %s",
+			c.Runners.Gemini.ApprovalMode, strings.Join(runners.ApprovalModes(), ", "))
+	case strings.TrimSpace(c.GitHub.Remote) == "":
+		return bad("github.remote", "must name a git remote, such as \"origin\"")
+	case c.GitHub.MinWriteInterval < 0:
+		return bad("github.min_write_interval", "must not be negative (0 means no spacing)")
+	case slices.ContainsFunc(c.GitHub.TrustedAuthors, func(s string) bool { return strings.TrimSpace(s) == "" || strings.ContainsAny(s, " /@") }):
+		return bad("github.trusted_authors", "must hold GitHub logins, such as \"octocat\"")
+	}
+	for _, d := range c.Team.ReviewDomains {
+		if _, err := prompts.ParseDomain(d); err != nil {
+			return bad("spawn-team.review_domains", "%v", err)
+		}
+	}
+	for _, list := range []struct {
+		key   string
+		rules []string
+	}{
+		{"permissions.allowed_tools", c.Permissions.AllowedTools},
+		{"permissions.escalatable", c.Permissions.Escalatable},
+		{"permissions.denied_tools", c.Permissions.DeniedTools},
+	} {
+		for _, r := range list.rules {
+			if err := runners.ValidateClaudeRule(r); err != nil {
+				return bad(list.key, "%v", err)
+			}
+		}
+	}
+	for _, r := range c.Permissions.Escalatable {
+		if _, err := watcher.ParseRule(r); err != nil {
+			return bad("permissions.escalatable", "%v", err)
+		}
+	}
+	if _, err := watcher.NewQuestionDetector(c.Spawn.QuestionPatterns); err != nil {
+		return bad("spawn.question_patterns", "%v", err)
+	}
+	return nil
+}
+
+// envVars maps SPAWN_* environment variables onto configuration keys.
+var envVars = []struct {
+	name, key string
+	set       func(*Config, string) error
+}{
+	{"SPAWN_MODE", "spawn-team.mode", func(c *Config, v string) error { c.Team.Mode = observability.Mode(v); return nil }},
+	{"SPAWN_MAX_ITERATIONS", "spawn-team.max_iterations", intSetter(func(c *Config) *int { return &c.Team.MaxIterations })},
+	{"SPAWN_MAX_ESCALATIONS", "spawn-team.max_escalations", intSetter(func(c *Config) *int { return &c.Team.MaxEscalations })},
+	{"SPAWN_IDLE_TIMEOUT", "spawn.idle_timeout", durSetter(func(c *Config) *time.Duration { return &c.Spawn.IdleTimeout })},
+	{"SPAWN_TOOL_TIMEOUT", "spawn.tool_timeout", durSetter(func(c *Config) *time.Duration { return &c.Spawn.ToolTimeout })},
+	{"SPAWN_TOTAL_TIMEOUT", "spawn.total_timeout", durSetter(func(c *Config) *time.Duration { return &c.Spawn.TotalTimeout })},
+	{"SPAWN_MAX_TURNS", "spawn.max_turns", intSetter(func(c *Config) *int { return &c.Spawn.MaxTurns })},
+	{"SPAWN_MAX_COST_USD", "spawn.max_cost_usd", func(c *Config, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return errors.New("want a number of dollars such as 2.50")
+		}
+		c.Spawn.MaxCostUSD = f
+		return nil
+	}},
+	{"SPAWN_CLAUDE_COMMAND", "runners.claude.command", func(c *Config, v string) error { c.Runners.Claude.Command = v; return nil }},
+	{"SPAWN_CLAUDE_MODEL", "runners.claude.model", func(c *Config, v string) error { c.Runners.Claude.Model = v; return nil }},
+	{"SPAWN_GEMINI_COMMAND", "runners.gemini.command", func(c *Config, v string) error { c.Runners.Gemini.Command = v; return nil }},
+	{"SPAWN_GEMINI_MODEL", "runners.gemini.model", func(c *Config, v string) error { c.Runners.Gemini.Model = v; return nil }},
+}
+
+func intSetter(field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return errors.New("want a whole number")
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func durSetter(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return errors.New("want a duration with a unit, such as 90s or 5m")
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// applyEnv overrides cfg with the SPAWN_* variables set in env, and notes
+// in set which variable set which key.
+func applyEnv(cfg *Config, env []string, set map[string]string) error {
+	for _, v := range envVars {
+		val, ok := proc.LookupEnv(env, v.name)
+		if !ok {
+			continue
+		}
+		if err := v.set(cfg, val); err != nil {
+			return &Error{Key: v.name, Msg: fmt.Sprintf("cannot use %q: %v", val, err)}
+		}
+		set[v.key] = v.name
+	}
+	return nil
+}
+
+// validErr is the error of a parse whose value is not needed.
+func validErr[T any](_ T, err error) error { return err }
+
+// badToolName reports whether s cannot name a gemini tool: it is empty or
+// holds a comma or a line break.
+func badToolName(s string) bool {
+	return strings.TrimSpace(s) == "" || strings.ContainsAny(s, ",\n")
+}

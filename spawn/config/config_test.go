@@ -1,0 +1,212 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The documented spawn-team.toml is loadable and says exactly what the
+// built-in defaults are.
+func TestDocumentedConfigIsTheDefault(t *testing.T) {
+	cfg, path, err := Load(context.Background(), Source{File: filepath.Join("..", "..", File), Env: []string{"PATH=" + os.Getenv("PATH")}})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join("..", "..", File), path)
+	assert.Equal(t, Default(), cfg)
+}
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), File)
+	require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+	return path
+}
+
+func TestConfigErrorsNameFileKeyAndLine(t *testing.T) {
+	tests := []struct {
+		name, body string
+		line       int
+		key, msg   string
+	}{
+		{
+			name: "unknown key",
+			body: "[spawn]\nidle_timeout = \"1m\"\nidle_timout = \"2m\"\n",
+			line: 3, key: "spawn.idle_timout", msg: "unknown key",
+		},
+		{
+			name: "unknown table",
+			body: "[spawn-team]\nmode = \"solo\"\n\n[reviewer]\nmodel = \"x\"\n",
+			line: 4, key: "reviewer", msg: "unknown key",
+		},
+		{
+			name: "a misspelt key names the nearest valid one and its table's keys",
+			body: "[spawn]\nidle_timeout = \"1m\"\nidle_timout = \"2m\"\n",
+			line: 3, key: "spawn.idle_timout", msg: "did you mean spawn.idle_timeout? The keys of [spawn] are: auto_answer, idle_timeout,",
+		},
+		{
+			name: "an unknown table lists the tables",
+			body: "[reviewer]\nmodel = \"x\"\n",
+			line: 1, key: "reviewer", msg: "the tables are: [github], [permissions], [runners.claude], [runners.gemini], [sandbox], [spawn-team], [spawn]",
+		},
+		{
+			name: "a bare integer for a duration says to give it a unit",
+			body: "[spawn]\nmax_turns = 3\nidle_timeout = 300\n",
+			line: 3, key: "spawn.idle_timeout", msg: `write it with a unit, in quotes, such as "300s"`,
+		},
+		{
+			name: "wrong type",
+			body: "[spawn]\nmax_turns = \"ten\"\n",
+			line: 2, key: "spawn.max_turns", msg: "incompatible types",
+		},
+		{
+			name: "bad duration",
+			body: "[spawn]\n\nidle_timeout = \"5 minutes\"\n",
+			line: 3, key: "spawn.idle_timeout", msg: "invalid duration",
+		},
+		{
+			name: "bad mode",
+			body: "[spawn-team]\nmax_iterations = 2\nmode = \"yolo\"\n",
+			line: 3, key: "spawn-team.mode", msg: `"yolo" is not a mode`,
+		},
+		{
+			name: "bypass refused",
+			body: "[permissions]\nmode = \"bypassPermissions\"\n",
+			line: 2, key: "permissions.mode", msg: "never bypasses permissions",
+		},
+		{
+			name: "syntax error",
+			body: "[spawn]\nidle_timeout = \n",
+			line: 2, msg: "expected value",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.body)
+			_, _, err := Load(context.Background(), Source{File: path})
+			var ce *Error
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, path, ce.File)
+			assert.Equal(t, tt.line, ce.Line, err.Error())
+			if tt.key != "" {
+				assert.Equal(t, tt.key, ce.Key)
+			}
+			assert.Contains(t, err.Error(), tt.msg)
+		})
+	}
+}
+
+func TestFileOverridesOnlyWhatItSets(t *testing.T) {
+	path := writeConfig(t, "[spawn]\nidle_timeout = \"90s\"\n[permissions]\nallowed_tools = [\"Read\"]\n")
+	cfg, _, err := Load(context.Background(), Source{File: path})
+	require.NoError(t, err)
+	def := Default()
+	assert.Equal(t, 90*time.Second, cfg.Spawn.IdleTimeout)
+	assert.Equal(t, []string{"Read"}, cfg.Permissions.AllowedTools)
+	assert.Equal(t, def.Permissions.Escalatable, cfg.Permissions.Escalatable)
+	assert.Equal(t, def.Spawn.TotalTimeout, cfg.Spawn.TotalTimeout)
+}
+
+func TestEnvironmentOverridesFile(t *testing.T) {
+	cfg, _, err := Load(context.Background(), Source{RepoDir: t.TempDir(), Env: []string{"SPAWN_IDLE_TIMEOUT=7s", "SPAWN_MAX_TURNS=4", "SPAWN_CLAUDE_MODEL=opus"}})
+	require.NoError(t, err)
+	assert.Equal(t, 7*time.Second, cfg.Spawn.IdleTimeout)
+	assert.Equal(t, 4, cfg.Spawn.MaxTurns)
+	assert.Equal(t, "opus", cfg.Runners.Claude.Model)
+
+	_, _, err = Load(context.Background(), Source{RepoDir: t.TempDir(), Env: []string{"SPAWN_TOTAL_TIMEOUT=forever"}})
+	var ce *Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "SPAWN_TOTAL_TIMEOUT", ce.Key)
+	assert.Contains(t, err.Error(), `cannot use "forever"`)
+
+	_, _, err = Load(context.Background(), Source{RepoDir: t.TempDir(), Env: []string{"SPAWN_MODE=chaos"}})
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "SPAWN_MODE", ce.Key, "a bad value names the variable that set it")
+	assert.Contains(t, err.Error(), `"chaos" is not a mode`)
+}
+
+func TestFindConfigOrder(t *testing.T) {
+	repo := t.TempDir()
+	xdg := t.TempDir()
+	env := []string{"XDG_CONFIG_HOME=" + xdg}
+
+	path, err := Find("", repo, env)
+	require.NoError(t, err)
+	assert.Empty(t, path, "no file anywhere: defaults")
+
+	require.NoError(t, os.MkdirAll(filepath.Join(xdg, "spawn"), 0o755))
+	user := filepath.Join(xdg, "spawn", File)
+	require.NoError(t, os.WriteFile(user, nil, 0o644))
+	path, err = Find("", repo, env)
+	require.NoError(t, err)
+	assert.Equal(t, user, path)
+
+	inRepo := filepath.Join(repo, File)
+	require.NoError(t, os.WriteFile(inRepo, nil, 0o644))
+	path, err = Find("", repo, env)
+	require.NoError(t, err)
+	assert.Equal(t, inRepo, path, "the repository's file wins over the user's")
+
+	explicit := writeConfig(t, "")
+	path, err = Find(explicit, repo, env)
+	require.NoError(t, err)
+	assert.Equal(t, explicit, path)
+
+	_, err = Find(filepath.Join(repo, "missing.toml"), repo, env)
+	var ce *Error
+	require.True(t, errors.As(err, &ce))
+}
+
+func TestLoadConfigPrecedence(t *testing.T) {
+	repo := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(repo, File), []byte("[spawn]\nidle_timeout = \"1m\"\ntotal_timeout = \"2m\"\n"), 0o644))
+	cfg, path, err := Load(context.Background(), Source{RepoDir: repo, Env: []string{"PATH=" + os.Getenv("PATH"), "SPAWN_TOTAL_TIMEOUT=3m", "SPAWN_MAX_TURNS=9"},
+		Flags: Overrides{TotalTimeout: 4 * time.Minute}})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(repo, File), path)
+	assert.Equal(t, time.Minute, cfg.Spawn.IdleTimeout, "file over default")
+	assert.Equal(t, 9, cfg.Spawn.MaxTurns, "environment over default")
+	assert.Equal(t, 4*time.Minute, cfg.Spawn.TotalTimeout, "flag over environment over file")
+}
+
+// Every rule, pattern and value is checked while loading, before anything
+// is created; the error names the file and line, the variable or the flag.
+func TestEveryRuleAndPatternIsValidatedWhileLoading(t *testing.T) {
+	tests := []struct {
+		name, body string
+		line       int
+		key        string
+	}{
+		{"unclosed question pattern", "[spawn]\nquestion_patterns = [\"(unclosed\"]\n", 2, "spawn.question_patterns"},
+		{"unclosed escalatable rule", "[permissions]\nescalatable = [\"Bash(unclosed\"]\n", 2, "permissions.escalatable"},
+		{"unclosed allowed rule", "[permissions]\nallowed_tools = [\"Bash(unclosed\"]\n", 2, "permissions.allowed_tools"},
+		{"comma in a rule", "[permissions]\nallowed_tools = [\"Read\", \"Bash(git log, git diff)\"]\n", 2, "permissions.allowed_tools"},
+		{"empty denied rule", "\n[permissions]\ndenied_tools = [\"\"]\n", 3, "permissions.denied_tools"},
+		{"unknown domain", "[spawn-team]\nreview_domains = [\"speed\"]\n", 2, "spawn-team.review_domains"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.body)
+			_, _, err := Load(context.Background(), Source{File: path})
+			var ce *Error
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, path, ce.File)
+			assert.Equal(t, tt.line, ce.Line, err.Error())
+			assert.Equal(t, tt.key, ce.Key)
+		})
+	}
+}
+
+func TestFlagErrorsNameTheFlag(t *testing.T) {
+	_, _, err := Load(context.Background(), Source{RepoDir: t.TempDir(), Flags: Overrides{Mode: "chaos"}})
+	var ce *Error
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, "--mode", ce.Key)
+	assert.Empty(t, ce.File)
+}

@@ -1,0 +1,221 @@
+package spawn
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
+)
+
+// Check is one finding of Doctor: what was checked, whether it is ready,
+// and a line that says what was found or what to do. It never holds a
+// secret's value.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Doctor checks what a run in repoDir would need, without starting one:
+// the configuration (configFile, "" to look for one), git, the claude and
+// gemini CLIs (found, runnable, their versions against the pinned ones),
+// their credentials (present, never printed), in github mode a GitHub
+// token and its scopes (checkGitHub), and the isolation a run would get.
+// Every check runs, whatever the others found.
+func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Check {
+	var checks []Check
+	add := func(name string, ok bool, format string, args ...any) {
+		checks = append(checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	}
+	cfg, path, err := config.Load(ctx, config.Source{File: configFile, RepoDir: repoDir, Env: env})
+	switch {
+	case err != nil:
+		add("config", false, "%v", err)
+		cfg = config.Default()
+	case path == "":
+		add("config", true, "no spawn-team.toml: the built-in defaults apply")
+	default:
+		add("config", true, "%s", path)
+	}
+	if v, err := toolVersion(ctx, "git", env); err != nil {
+		add("git", false, "git was not found or does not run (%v); install git", err)
+	} else {
+		add("git", true, "%s", v)
+	}
+	agentCheck := func(name, command, npm, pinned string) {
+		bin, err := proc.LookPath(command, env)
+		if err != nil {
+			add(name, false, "%s was not found; install it with `npm install -g %s@%s` or set runners.%s.command", command, npm, pinned, name)
+			return
+		}
+		v, err := toolVersion(ctx, bin, env)
+		switch {
+		case err != nil:
+			add(name, false, "%s does not run (%v); reinstall it with `npm install -g %s@%s`", bin, err, npm, pinned)
+		case strings.Fields(v)[0] != pinned:
+			add(name, false, "%s is version %s, spawn is tested with %s; install it with `npm install -g %s@%s`", bin, strings.Fields(v)[0], pinned, npm, pinned)
+		default:
+			add(name, true, "%s %s", bin, pinned)
+		}
+	}
+	agentCheck("claude", cfg.Runners.Claude.Command, "@anthropic-ai/claude-code", runners.PinnedClaude)
+	if claudeCredential(env) {
+		add("claude login", true, "a credential is set (not shown)")
+	} else {
+		add("claude login", false, "no credential: set ANTHROPIC_API_KEY, or log in once by running claude")
+	}
+	if cfg.Team.Mode.Reviewed() {
+		agentCheck("gemini", cfg.Runners.Gemini.Command, "@google/gemini-cli", runners.PinnedGemini)
+		if err := checkGeminiCredentials(env); err != nil {
+			add("gemini login", false, "no credential: set GEMINI_API_KEY, or log in once by running gemini")
+		} else {
+			add("gemini login", true, "a credential is set (not shown)")
+		}
+	} else {
+		add("gemini", true, "not needed: mode %s has no reviewer", observability.ModeSolo)
+	}
+	if cfg.Team.Mode == observability.ModeGitHub {
+		checks = append(checks, checkGitHub(ctx, env))
+	}
+	rep := isolation.Probe(ctx, env)
+	switch {
+	case rep.Mode == isolation.ModeBwrap:
+		add("isolation", true, "a run gets bubblewrap (%s)", rep.Bwrap)
+	case cfg.Sandbox.Isolation == isolation.ModeNone:
+		add("isolation", true, "off by configuration ([sandbox] isolation = \"none\"): %s", rep.Reason)
+	default:
+		add("isolation", false, "a run would get no sandbox: %s; install bubblewrap (apt-get install bubblewrap)", rep.Reason)
+	}
+	return checks
+}
+
+// toolVersion runs `bin --version` and returns its first line.
+func toolVersion(ctx context.Context, bin string, env []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := proc.Run(ctx, proc.Cmd{Path: bin, Args: []string{"--version"}, Env: env})
+	if err != nil {
+		return "", err
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if line == "" {
+		return "", fmt.Errorf("%s --version printed nothing", bin)
+	}
+	return line, nil
+}
+
+// claudeCredential reports whether claude can find a credential: an API
+// key or token in env, or a saved login in its config directory.
+func claudeCredential(env []string) bool {
+	for _, name := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"} {
+		if proc.Getenv(env, name) != "" {
+			return true
+		}
+	}
+	dir := proc.Getenv(env, "CLAUDE_CONFIG_DIR")
+	if dir == "" {
+		dir = filepath.Join(proc.Getenv(env, "HOME"), ".claude")
+	}
+	_, err := os.Stat(filepath.Join(dir, ".credentials.json"))
+	return err == nil
+}
+
+// githubTokenVars are the environment variables a GitHub token is taken
+// from, first set first; then `gh auth token`.
+var githubTokenVars = []string{"SPAWN_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"}
+
+// githubToken finds the GitHub token spawn would use: the first of
+// githubTokenVars that is set, else what `gh auth token` prints when gh is
+// installed and logged in. source names where it came from ("GH_TOKEN",
+// "gh auth token"); both are "" when there is none.
+func githubToken(ctx context.Context, env []string) (token, source string) {
+	for _, name := range githubTokenVars {
+		if v := strings.TrimSpace(proc.Getenv(env, name)); v != "" {
+			return v, name
+		}
+	}
+	gh, err := proc.LookPath("gh", env)
+	if err != nil {
+		return "", ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := proc.Run(ctx, proc.Cmd{Path: gh, Args: []string{"auth", "token"}, Env: env})
+	if t := strings.TrimSpace(string(out)); err == nil && t != "" && !strings.ContainsAny(t, " \n") {
+		return t, "gh auth token"
+	}
+	return "", ""
+}
+
+// checkGitHub is doctor's GitHub line: a token is found (never printed)
+// and GitHub accepts it, with the scopes it grants. It asks GET
+// /rate_limit of GITHUB_API_URL (https://api.github.com when unset): it
+// costs no request of the hour's limit, every kind of token may call it
+// (a workflow's GITHUB_TOKEN cannot read /user), and GitHub answers a
+// classic token's request with its scopes in X-OAuth-Scopes. A pull
+// request needs the repo scope (public_repo for a public repository); a
+// fine-grained or app token has no scopes, and its repository
+// permissions are checked when a run starts.
+func checkGitHub(ctx context.Context, env []string) Check {
+	const name = "github"
+	token, source := githubToken(ctx, env)
+	if token == "" {
+		return Check{Name: name, Detail: "no token: set SPAWN_GITHUB_TOKEN, GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login`"}
+	}
+	api := strings.TrimRight(proc.Getenv(env, "GITHUB_API_URL"), "/")
+	if api == "" {
+		api = "https://api.github.com"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/rate_limit", nil)
+	if err != nil {
+		return Check{Name: name, Detail: fmt.Sprintf("GITHUB_API_URL=%q is not a URL; fix it or unset it", api)}
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	req.Header.Set("User-Agent", "spawn")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return Check{Name: name, Detail: fmt.Sprintf("cannot reach GitHub at %s (%v); check the network, or GITHUB_API_URL", api, err)}
+	}
+	// The body says nothing the check needs: the status and headers do.
+	if err := resp.Body.Close(); err != nil {
+		return Check{Name: name, Detail: fmt.Sprintf("cannot read GitHub's answer from %s (%v); check the network", api, err)}
+	}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized:
+		return Check{Name: name, Detail: fmt.Sprintf("GitHub refused the token from %s (401 Bad credentials): it is expired, revoked or mistyped; make a new one, or run `gh auth login`", source)}
+	case resp.StatusCode != http.StatusOK:
+		return Check{Name: name, Detail: fmt.Sprintf("GitHub answered %s for the token from %s; try again, or check GITHUB_API_URL", resp.Status, source)}
+	}
+	scopes, classic := resp.Header[http.CanonicalHeaderKey("X-OAuth-Scopes")]
+	if !classic {
+		return Check{Name: name, OK: true, Detail: fmt.Sprintf("a token from %s (not shown), fine-grained or an app's: it has no scopes, and its repository permissions (contents and pull requests: write) are checked when a run starts", source)}
+	}
+	var granted []string
+	for _, s := range strings.Split(strings.Join(scopes, ","), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			granted = append(granted, s)
+		}
+	}
+	list := strings.Join(granted, ", ")
+	if list == "" {
+		list = "none"
+	}
+	if !slices.Contains(granted, "repo") && !slices.Contains(granted, "public_repo") {
+		return Check{Name: name, Detail: fmt.Sprintf("the token from %s has the scopes %s, and pull requests need repo (public_repo for a public repository); add it, or run `gh auth refresh -s repo`", source, list)}
+	}
+	return Check{Name: name, OK: true, Detail: fmt.Sprintf("a token from %s (not shown) with the scopes %s", source, list)}
+}

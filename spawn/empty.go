@@ -1,0 +1,35 @@
+package spawn
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
+)
+
+// neverStarted reports whether a run failed before the coder produced any
+// change: an agent that could not log in, reach its model API or start
+// at all, and not a single commit on the sandbox branch. Such a run's
+// worktree and branch hold nothing; its record is what is worth keeping.
+func neverStarted(err error, rec *observability.Record) bool {
+	switch KindOf(err) {
+	case KindAuth, KindModelAPI, KindModelUnavailable, KindRateLimited, KindAgentCrashed, KindAgentFailed:
+	default:
+		return false
+	}
+	return len(rec.Commits) == 0
+}
+
+// removeEmptySandbox removes the worktree and branch of a run that never
+// started (neverStarted), clears them from the record and says so in its
+// notes. The error is an internal *Error when they could not be removed.
+func (r *run) removeEmptySandbox(ctx context.Context, cause error) error {
+	if err := r.sb.Remove(ctx); err != nil {
+		return errorf(KindInternal, err, "cannot remove the empty sandbox %s: %v", r.sb.Path, err)
+	}
+	r.record.mu.Lock()
+	r.rec.SandboxPath, r.rec.Branch = "", ""
+	r.record.mu.Unlock()
+	r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("the run failed before the coder changed anything (%s): its worktree %s and branch %s were removed; this record stays", KindOf(cause), r.sb.Path, r.sb.Branch)})
+	return nil
+}

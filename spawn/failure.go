@@ -1,0 +1,89 @@
+package spawn
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+var (
+	// authRE matches what an agent CLI says when it has no credential or
+	// the model API refused it.
+	authRE = regexp.MustCompile(`(?i)must specify the \w*API_KEY|api[ _-]?key|not logged in|failed to authenticate|please run /login|unauthenticated|permission_denied|invalid x-api-key|\b(401|403)\b|auth method|login required`)
+	// refusedRE matches a credential the model API refused.
+	refusedRE = regexp.MustCompile(`(?i)failed to authenticate|invalid x-api-key|unauthenticated|permission_denied|\b(401|403)\b`)
+	// unreachableRE matches a model API that could not be reached at all.
+	unreachableRE = regexp.MustCompile(`(?i)ECONNREFUSED|ConnectionRefused|connection refused|unable to connect|ENOTFOUND|EAI_AGAIN|getaddrinfo|fetch failed|ETIMEDOUT|ECONNRESET`)
+	// causeRE matches a line that says why a CLI failed, as opposed to its
+	// start-up noise and stack traces.
+	causeRE = regexp.MustCompile(`(?i)error|must|refused|denied|failed|cannot|unable|invalid|not found|not logged`)
+	// noiseRE matches lines that never are the cause: stack frames, gemini's
+	// start-up notices.
+	noiseRE = regexp.MustCompile(`^\s*at |^\s*\^|^\s*[{}\[\]]|256-color|Ripgrep is not available|\[STARTUP\]|Loaded cached credentials|^\s*$`)
+)
+
+// causeLine is the line of an agent's stderr that says why it failed: the
+// first line that speaks of an error and is not a stack frame or start-up
+// noise, else the last meaningful line, "" when there is none.
+func causeLine(stderr string) string {
+	var last string
+	for _, line := range strings.Split(stderr, "\n") {
+		line = strings.TrimSpace(line)
+		if noiseRE.MatchString(line) {
+			continue
+		}
+		if authRE.MatchString(line) || unreachableRE.MatchString(line) {
+			return line
+		}
+		if last == "" && causeRE.MatchString(line) {
+			last = line
+		}
+	}
+	if last != "" {
+		return last
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); !noiseRE.MatchString(l) {
+			return l
+		}
+	}
+	return ""
+}
+
+// stderrOf is the stderr transcript of the agent process with the
+// reaper pid, "" when it cannot be read.
+func (r *run) stderrOf(pid int) string {
+	r.record.mu.Lock()
+	name := ""
+	for _, c := range r.rec.CommandLines {
+		if c.Pid == pid {
+			name = c.Stderr
+		}
+	}
+	r.record.mu.Unlock()
+	if name == "" {
+		return ""
+	}
+	b, err := os.ReadFile(filepath.Join(r.dir.Dir, name))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// failure classifies what an agent said when it failed without an HTTP
+// status: an authentication problem, a model API it could not reach, or
+// anything else (""), with the sentence that tells the user what to do.
+func failure(cli, said string) (Kind, string) {
+	switch {
+	case unreachableRE.MatchString(said):
+		return KindModelAPI, cli + " could not reach the model API (" + oneLine(said) + "); check the API base URL (ANTHROPIC_BASE_URL for claude, GOOGLE_GEMINI_BASE_URL for gemini) or the network, then run again"
+	case refusedRE.MatchString(said):
+		return KindAuth, "the model API refused " + cli + "'s credentials (" + oneLine(said) + "); set its API key or log in to it, then run again"
+	case authRE.MatchString(said):
+		return KindAuth, cli + " has no usable credential (" + oneLine(said) + "); set its API key or log in to it, then run again"
+	}
+	return "", ""
+}

@@ -1,0 +1,57 @@
+package spawn
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// When an agent fails, the user reads the line that says why (not its last
+// line, not a stack frame), classified, with what to do about it.
+func TestAFailedAgentsCauseIsShownAndClassified(t *testing.T) {
+	tests := []struct {
+		name, stderr, cause string
+		kind                Kind
+		says                string
+	}{
+		{
+			name:   "gemini without a key",
+			stderr: "When using Gemini API, you must specify the GEMINI_API_KEY environment variable.\nUpdate your environment and try again (no reload needed if using .env)!\n",
+			cause:  "When using Gemini API, you must specify the GEMINI_API_KEY environment variable.",
+			kind:   KindAuth, says: "set its API key or log in to it",
+		},
+		{
+			name:   "gemini's noise and a stack trace around the cause",
+			stderr: "256-color support not detected\nRipgrep is not available. Falling back to GrepTool.\nError: connect ECONNREFUSED 127.0.0.1:9\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)\n",
+			cause:  "Error: connect ECONNREFUSED 127.0.0.1:9",
+			kind:   KindModelAPI, says: "check the API base URL",
+		},
+		{
+			name:   "claude cannot connect",
+			stderr: "API Error: Unable to connect to API (ConnectionRefused)",
+			cause:  "API Error: Unable to connect to API (ConnectionRefused)",
+			kind:   KindModelAPI, says: "or the network",
+		},
+		{
+			name:   "claude not logged in",
+			stderr: "Not logged in · Please run /login",
+			cause:  "Not logged in · Please run /login",
+			kind:   KindAuth, says: "log in to it",
+		},
+		{
+			name:   "something else",
+			stderr: "starting\nSegmentation fault\n",
+			cause:  "Segmentation fault",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cause := causeLine(tt.stderr)
+			assert.Equal(t, tt.cause, cause)
+			kind, msg := failure("gemini", cause)
+			assert.Equal(t, tt.kind, kind)
+			assert.Contains(t, msg, tt.says)
+			assert.NotContains(t, msg, "HTTP 0")
+		})
+	}
+}

@@ -1,0 +1,325 @@
+package spawn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+)
+
+// Messages for the running coder (`spawn send`) travel through the run's
+// inbox (runs.Inbox). During a coder turn, claude runs spawn's own binary
+// as its hooks (installed for that one invocation with --settings): after
+// each tool call the hook hands pending messages to the coder as the
+// call's additional context, and when the coder is about to stop it
+// blocks the stop with them, so the coder goes on and reads them. A
+// message sent while no coder turn runs (the reviewer's turn, between
+// turns) is put at the top of the coder's next prompt. After each coder
+// turn the messages delivered are recorded (EventMessage).
+
+// init answers a hook call: claude runs this binary as
+// `<exe> __spawn-hook <event> <inbox> <round>` (see runners.HookArg).
+// Every binary that links this package (spawn, and test binaries standing
+// in for it) answers it here, before main or TestMain runs, and exits: 0
+// when answered (a message handed over, or none to hand), 1 when not (a
+// non-blocking error for claude: the coder carries on, and the message
+// waits for the next chance).
+func init() {
+	if len(os.Args) < 2 {
+		return
+	}
+	ev, args, ok, err := runners.HookCall(os.Args[1:])
+	if !ok {
+		return
+	}
+	if err == nil {
+		err = answerHook(ev, args, os.Stdin, os.Stdout, os.Stderr, time.Now)
+	}
+	code := 0
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "spawn: %v\n", err)
+		code = 1
+	}
+	// Not os.Exit: nothing is buffered, and os.Exit in a binary built with
+	// -race sleeps first (GORACE atexit_sleep_ms), at every tool call.
+	syscall.Exit(code)
+}
+
+// answerHook answers one claude hook call for event; args are the inbox
+// directory and the coder's round. The pending messages are taken from
+// the inbox (delivered now, by a tool call or at a stop) and handed to
+// claude. When only some could be taken, those are handed over and the
+// error is written on errw.
+func answerHook(ev runners.HookEvent, args []string, in io.Reader, out, errw io.Writer, now func() time.Time) error {
+	if len(args) != 2 {
+		return fmt.Errorf("spawn hook: want the inbox and the round after the event, got %q", args)
+	}
+	round, err := strconv.Atoi(args[1])
+	if err != nil {
+		return fmt.Errorf("spawn hook: the round %q is not a number", args[1])
+	}
+	inbox := runs.NewInbox(args[0])
+	how := observability.DeliveryToolCall
+	if ev == runners.HookStop {
+		how = observability.DeliveryStop
+	}
+	return runners.AnswerHook(ev, in, out, func() (string, error) {
+		msgs, err := inbox.Take(now(), how, round)
+		if err != nil && len(msgs) > 0 {
+			fmt.Fprintf(errw, "spawn: %v\n", err)
+			err = nil
+		}
+		return messageText(msgs), err
+	})
+}
+
+// messageText is what the coder reads of msgs: the messages, introduced
+// as the user's; "" for none.
+func messageText(msgs []observability.Message) string {
+	if len(msgs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	if len(msgs) == 1 {
+		b.WriteString("The person who started this run sent you a message (with `spawn send`) while you work on the task; take it into account:\n\n")
+	} else {
+		b.WriteString("The person who started this run sent you messages (with `spawn send`) while you work on the task; take them into account:\n\n")
+	}
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(strings.TrimSpace(m.Text))
+	}
+	return b.String()
+}
+
+// hookSettings is the file name of the coder's hook settings in its
+// private directory.
+const hookSettings = "spawn-hooks.json"
+
+// coderHooks prepares the hooks of the coder's turn in round: the run's
+// inbox, and the settings file that has claude call this binary with it.
+// It sets claude's Settings and returns the paths the hooks need inside
+// the coder's sandbox. When they cannot be prepared, the coder runs
+// without them (messages then wait for its next prompt), and the run is
+// told why.
+func (r *run) coderHooks(claude *runners.Claude, round int) coderBinds {
+	b, err := r.prepareHooks(round)
+	if err != nil {
+		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("messages sent with spawn send reach the coder only in its next prompt, not during this turn: %v", err)})
+		return coderBinds{}
+	}
+	claude.Settings = b.settings
+	return b
+}
+
+func (r *run) prepareHooks(round int) (coderBinds, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return coderBinds{}, fmt.Errorf("cannot find spawn's own binary: %w", err)
+	}
+	inbox := r.dir.Inbox()
+	if err := inbox.Prepare(); err != nil {
+		return coderBinds{}, err
+	}
+	settings, err := runners.ClaudeHookSettings(exe, inbox.Dir(), strconv.Itoa(round))
+	if err != nil {
+		return coderBinds{}, err
+	}
+	dir, err := r.conf.private("coder")
+	if err != nil {
+		return coderBinds{}, err
+	}
+	path := filepath.Join(dir, hookSettings)
+	if err := os.WriteFile(path, settings, 0o600); err != nil {
+		return coderBinds{}, fmt.Errorf("cannot write claude's hook settings: %w", err)
+	}
+	return coderBinds{settings: path, exe: exe, inbox: inbox.Dir()}, nil
+}
+
+// coderBinds are the paths the coder's hooks need inside its sandbox: this
+// binary, shown read-only (the user's HOME, where it may be installed, is
+// hidden), and the run's inbox, writable. The zero value needs none.
+type coderBinds struct {
+	settings string // claude's --settings file
+	exe      string
+	inbox    string
+}
+
+// readOnly is what the sandbox shows read-only for the hooks.
+func (b coderBinds) readOnly() []string {
+	if b.exe == "" {
+		return nil
+	}
+	return []string{b.exe}
+}
+
+// writable is what the sandbox lets the hooks write.
+func (b coderBinds) writable() []string {
+	if b.inbox == "" {
+		return nil
+	}
+	return []string{b.inbox}
+}
+
+// withMessages puts the messages waiting in the inbox (sent while no
+// coder turn ran) at the top of the prompt of the coder's turn in round,
+// and delivers them. An inbox that cannot be read leaves the prompt as it
+// is, and the run is told.
+func (r *run) withMessages(prompt string, round int) string {
+	msgs, err := r.dir.Inbox().Take(r.events.now(), observability.DeliveryPrompt, round)
+	if err != nil {
+		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot read the messages sent with spawn send: %v", err)})
+	}
+	if len(msgs) == 0 {
+		return prompt
+	}
+	return messageText(msgs) + "\n\n---\n\n" + prompt
+}
+
+// recordMessages puts the messages delivered and not yet recorded on the
+// event stream, in the order they were delivered.
+func (r *run) recordMessages() {
+	msgs, err := r.dir.Inbox().Delivered()
+	if err != nil {
+		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot read the messages sent with spawn send: %v", err)})
+	}
+	var fresh []observability.Message
+	for _, m := range msgs {
+		if !r.record.hasMessage(m.ID) {
+			fresh = append(fresh, m)
+		}
+	}
+	sortByDelivery(fresh)
+	for _, m := range fresh {
+		r.emit(Event{Kind: EventMessage, Role: observability.RoleCoder, LLM: observability.LLMClaude, Round: m.Round, Message: &m})
+	}
+}
+
+// sortByDelivery orders msgs by delivery time, then by id (the order
+// they were sent).
+func sortByDelivery(msgs []observability.Message) {
+	at := func(m observability.Message) time.Time {
+		if m.DeliveredAt == nil {
+			return time.Time{}
+		}
+		return *m.DeliveredAt
+	}
+	slices.SortStableFunc(msgs, func(a, b observability.Message) int {
+		if c := at(a).Compare(at(b)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}
+
+// SendWait is how long `spawn send` waits, by default, to see its message
+// delivered before it reports it queued.
+const SendWait = 3 * time.Second
+
+// Sent is what became of a message sent with Send.
+type Sent struct {
+	// Run is the run's id.
+	Run string `json:"run"`
+	// Delivered is true when the coder got the message within the wait.
+	Delivered bool                  `json:"delivered"`
+	Message   observability.Message `json:"message"`
+}
+
+// Send posts text to the inbox of the run ref names (an id, a unique
+// prefix, or "last") and waits up to wait for the coder to get it. A run
+// that is not live (finished, abandoned, or never started) is a usage
+// *Error: its coder will never read the message. A message still waiting
+// when the run ends within the wait is withdrawn, and that is a usage
+// *Error too. Cancelling ctx ends the wait early; the message stays
+// queued.
+func (r *Repo) Send(ctx context.Context, ref, text string, wait time.Duration) (Sent, error) {
+	if strings.TrimSpace(text) == "" {
+		return Sent{}, errorf(KindUsage, nil, "the message is empty; write what the coder should know, e.g. spawn send last \"use the existing logger\"")
+	}
+	e, err := r.Find(ref)
+	if err != nil {
+		return Sent{}, err
+	}
+	if e.State != runs.StateRunning {
+		return Sent{}, notLive(e)
+	}
+	inbox := e.Inbox()
+	m, err := inbox.Post(text, time.Now())
+	if err != nil {
+		return Sent{}, errorf(KindInternal, err, "cannot post the message to run %s: %v", e.ID, err)
+	}
+	sent := Sent{Run: e.ID, Message: m}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		got, err := inbox.Message(m.ID)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return sent, errorf(KindInternal, err, "cannot read run %s's inbox: %v", e.ID, err)
+		}
+		if err == nil && got.DeliveredAt != nil {
+			sent.Delivered, sent.Message = true, got
+			return sent, nil
+		}
+		select {
+		case <-ctx.Done():
+			return sent, nil
+		case <-deadline.C:
+			return r.stillLive(e.ID, inbox, sent)
+		case <-tick.C:
+		}
+	}
+}
+
+// stillLive checks, once the wait is over, that the run the queued
+// message waits for is still live. When it ended meanwhile, the message is
+// withdrawn (no coder would ever read it) and that is a usage *Error;
+// when the coder took it at the last moment, it is reported delivered.
+func (r *Repo) stillLive(id string, inbox *runs.Inbox, sent Sent) (Sent, error) {
+	e, err := r.Registry.Find(id)
+	if err != nil {
+		return sent, errorf(KindInternal, err, "cannot read the run registry: %v", err)
+	}
+	if e.State == runs.StateRunning {
+		return sent, nil
+	}
+	withdrawn, err := inbox.Withdraw(sent.Message.ID)
+	if err != nil {
+		return sent, errorf(KindInternal, err, "run %s ended and its coder will not read the message, which could not be withdrawn: %v", id, err)
+	}
+	if withdrawn {
+		return sent, notLive(e)
+	}
+	got, err := inbox.Message(sent.Message.ID)
+	if err == nil && got.DeliveredAt != nil {
+		sent.Delivered, sent.Message = true, got
+	}
+	return sent, nil
+}
+
+// notLive is the usage *Error for a message to a run that is not running.
+func notLive(e runs.Entry) error {
+	why := "is not running"
+	switch e.State {
+	case runs.StateFinished:
+		why = "has finished"
+	case runs.StateAbandoned:
+		why = "was abandoned (its spawn process died)"
+	}
+	return errorf(KindUsage, nil, "run %s %s, so no coder will read the message; spawn send reaches only a live run (see spawn ls; spawn resume %s continues it)", e.ID, why, e.ID)
+}

@@ -1,0 +1,118 @@
+package spawn
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+)
+
+func TestTheHookHandsPendingMessagesToTheCoderOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "inbox")
+	inbox := runs.NewInbox(dir)
+	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	_, err := inbox.Post("use tabs", t0)
+	require.NoError(t, err)
+	_, err = inbox.Post("and add a test", t0.Add(time.Millisecond))
+	require.NoError(t, err)
+
+	at := t0.Add(time.Second)
+	now := func() time.Time { return at }
+	var out, errw bytes.Buffer
+	require.NoError(t, answerHook(runners.HookPostToolUse, []string{dir, "2"}, strings.NewReader(`{"hook_event_name":"PostToolUse"}`), &out, &errw, now))
+	var answer struct {
+		HookSpecificOutput struct {
+			HookEventName     string `json:"hookEventName"`
+			AdditionalContext string `json:"additionalContext"`
+		} `json:"hookSpecificOutput"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &answer))
+	assert.Equal(t, "PostToolUse", answer.HookSpecificOutput.HookEventName)
+	ctx := answer.HookSpecificOutput.AdditionalContext
+	assert.Contains(t, ctx, "spawn send")
+	assert.Less(t, strings.Index(ctx, "use tabs"), strings.Index(ctx, "and add a test"), "in the order sent")
+	assert.Empty(t, errw.String())
+
+	delivered, err := inbox.Delivered()
+	require.NoError(t, err)
+	require.Len(t, delivered, 2)
+	for _, m := range delivered {
+		assert.Equal(t, observability.DeliveryToolCall, m.How)
+		assert.Equal(t, 2, m.Round)
+		assert.Equal(t, at, *m.DeliveredAt)
+	}
+
+	// Nothing new is pending: the coder stops when it was stopping.
+	out.Reset()
+	require.NoError(t, answerHook(runners.HookStop, []string{dir, "2"}, strings.NewReader(`{"hook_event_name":"Stop","stop_hook_active":true}`), &out, &errw, now))
+	assert.Empty(t, out.String())
+}
+
+func TestTheHookNeedsItsInboxAndRound(t *testing.T) {
+	in := `{"hook_event_name":"Stop"}`
+	var out bytes.Buffer
+	assert.Error(t, answerHook(runners.HookStop, nil, strings.NewReader(in), &out, &out, time.Now))
+	assert.ErrorContains(t, answerHook(runners.HookStop, []string{t.TempDir(), "two"}, strings.NewReader(in), &out, &out, time.Now), "not a number")
+}
+
+// The binary claude runs as a hook is spawn's own: any binary linking this
+// package (this test binary too) answers a hook call and exits, before its
+// main or TestMain runs.
+func TestThisBinaryAnswersAHookCall(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	dir := filepath.Join(t.TempDir(), "inbox")
+	_, err = runs.NewInbox(dir).Post("the tests are in calc_test.go", time.Now())
+	require.NoError(t, err)
+	out, err := proc.Run(context.Background(), proc.Cmd{Path: exe, Args: []string{runners.HookArg, string(runners.HookStop), dir, "1"},
+		Stdin: strings.NewReader(`{"session_id":"s","hook_event_name":"Stop","stop_hook_active":false}`)})
+	require.NoError(t, err)
+	var answer struct{ Decision, Reason string }
+	require.NoError(t, json.Unmarshal(out, &answer), "%s", out)
+	assert.Equal(t, "block", answer.Decision)
+	assert.Contains(t, answer.Reason, "the tests are in calc_test.go")
+	delivered, err := runs.NewInbox(dir).Delivered()
+	require.NoError(t, err)
+	require.Len(t, delivered, 1)
+	assert.Equal(t, observability.DeliveryStop, delivered[0].How)
+
+	_, err = proc.Run(context.Background(), proc.Cmd{Path: exe, Args: []string{runners.HookArg, "pre-tool-use", dir, "1"}, Stdin: strings.NewReader("{}")})
+	var exit *proc.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 1, exit.Code, "a hook that cannot answer is a non-blocking error for claude, never exit 2")
+	assert.Contains(t, exit.Stderr, "unknown event")
+}
+
+func TestMessagesAreRecordedInTheOrderDelivered(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
+	msgs := []observability.Message{
+		{ID: "b", DeliveredAt: at(2 * time.Second)},
+		{ID: "c", DeliveredAt: at(time.Second)},
+		{ID: "a", DeliveredAt: at(2 * time.Second)},
+	}
+	sortByDelivery(msgs)
+	assert.Equal(t, []string{"c", "a", "b"}, []string{msgs[0].ID, msgs[1].ID, msgs[2].ID})
+}
+
+func TestMessageText(t *testing.T) {
+	assert.Empty(t, messageText(nil))
+	one := messageText([]observability.Message{{Text: " use tabs\n"}})
+	assert.Contains(t, one, "sent you a message")
+	assert.True(t, strings.HasSuffix(one, "\n\nuse tabs"), "%q", one)
+	two := messageText([]observability.Message{{Text: "use tabs"}, {Text: "add a test"}})
+	assert.Contains(t, two, "sent you messages")
+	assert.True(t, strings.HasSuffix(two, "use tabs\n\nadd a test"), "%q", two)
+}

@@ -1,0 +1,147 @@
+package isolation
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/internal/git"
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/internal/testenv"
+	"github.com/infinite-improbability-drive/spawn/runners"
+)
+
+func TestMain(m *testing.M) {
+	proc.Main()
+	os.Exit(m.Run())
+}
+
+// A machine without bubblewrap: auto runs unconfined and says why; bwrap
+// refuses with how to install it; none never probes.
+func TestWithoutBubblewrapAutoFallsBackAndBwrapFailsClosed(t *testing.T) {
+	env := []string{"PATH=" + t.TempDir()}
+	r, err := Resolve(context.Background(), ModeAuto, env)
+	require.NoError(t, err)
+	assert.Equal(t, ModeNone, r.Mode)
+	assert.Contains(t, r.Reason, "not installed")
+
+	_, err = Resolve(context.Background(), ModeBwrap, env)
+	var u *Unavailable
+	require.ErrorAs(t, err, &u)
+	assert.Contains(t, err.Error(), "apt-get install bubblewrap")
+
+	r, err = Resolve(context.Background(), ModeNone, []string{"PATH=/usr/bin:/bin"})
+	require.NoError(t, err)
+	assert.Equal(t, ModeNone, r.Mode)
+	assert.Contains(t, r.Reason, "configuration")
+}
+
+// The agent's command line: bwrap's namespaces, the whole filesystem
+// read-only, a hidden HOME with the repository shown again inside it,
+// writable paths mounted after the read-only ones that hold them, and the
+// agent's own argv after "--".
+func TestWrapMountsParentsBeforeChildren(t *testing.T) {
+	s := Spec{Bwrap: "/usr/bin/bwrap", Hide: []string{"/home/u"},
+		ReadOnly: []string{"/home/u/src/repo"},
+		Writable: []string{"/home/u/src/repo/.spawn/worktrees/1", "/tmp/agents/coder"},
+		Files:    []Bind{{Src: "/home/u/.claude/.credentials.json", Dst: "/tmp/agents/coder/config/.credentials.json"}}}
+	cmd := s.Wrap(runners.Command{Path: "claude", Args: []string{"-p"}, Dir: "/home/u/src/repo/.spawn/worktrees/1", Env: []string{"A=1"}})
+	assert.Equal(t, "/usr/bin/bwrap", cmd.Path)
+	assert.Equal(t, []string{"A=1"}, cmd.Env)
+	argv := strings.Join(cmd.Args, " ")
+	for _, want := range []string{"--die-with-parent", "--unshare-user", "--unshare-pid", "--ro-bind / /", "--proc /proc", "--dev /dev"} {
+		assert.Contains(t, argv, want)
+	}
+	order := []string{"--tmpfs /home/u", "--ro-bind /home/u/src/repo /home/u/src/repo", "--bind /home/u/src/repo/.spawn/worktrees/1", "--remount-ro /home/u", "--chdir /home/u/src/repo/.spawn/worktrees/1 -- claude -p"}
+	last := -1
+	for _, o := range order {
+		i := strings.Index(argv, o)
+		require.GreaterOrEqual(t, i, 0, o)
+		assert.Greater(t, i, last, "%s comes after the previous mount", o)
+		last = i
+	}
+	assert.Less(t, strings.Index(argv, "--bind /tmp/agents/coder "), strings.Index(argv, "--ro-bind /home/u/.claude/.credentials.json"), "the login is shown read-only inside the writable private dir")
+	assert.NotContains(t, argv, "--unshare-net")
+}
+
+// The agents' environment holds no credential of any kind, and spawn's
+// own values replace the user's homes and API bases.
+func TestAgentEnvHoldsNoCredential(t *testing.T) {
+	env := AgentEnv([]string{"PATH=/bin", "ANTHROPIC_API_KEY=sk", "GITHUB_TOKEN=gh", "GH_HOST=x", "SSH_AUTH_SOCK=/s",
+		"AWS_ACCESS_KEY_ID=a", "GOOGLE_APPLICATION_CREDENTIALS=/c", "DB_PASSWORD=p", "HOME=/home/u", "ANTHROPIC_BASE_URL=https://a", "LANG=C"},
+		"HOME=/private", "ANTHROPIC_BASE_URL=http://127.0.0.1:1/anthropic", "ANTHROPIC_API_KEY=throwaway")
+	assert.Equal(t, []string{"PATH=/bin", "LANG=C", "HOME=/private", "ANTHROPIC_BASE_URL=http://127.0.0.1:1/anthropic", "ANTHROPIC_API_KEY=throwaway"}, env)
+}
+
+// An agent running unconfined moves the user's branch, adds a tag,
+// plants a hook and sets core.fsmonitor: the guard sees each change and
+// puts everything back, and leaves the run's own branch alone.
+func TestGuardUndoesRefConfigAndHookChanges(t *testing.T) {
+	ctx := context.Background()
+	repo := testenv.Repo(t)
+	testenv.Git(t, repo, "branch", "spawn/r1/task")
+	g := Guard{Git: git.Repo{Dir: repo, Env: testenv.Env(t)}, CommonDir: filepath.Join(repo, ".git"),
+		Own: func(ref string) bool { return strings.HasPrefix(ref, "refs/heads/spawn/r1/") }}
+	before, err := g.Take(ctx)
+	require.NoError(t, err)
+	main := testenv.Git(t, repo, "rev-parse", "main")
+	config, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	require.NoError(t, err)
+
+	wt := filepath.Join(t.TempDir(), "wt")
+	testenv.Git(t, repo, "worktree", "add", "-q", wt, "spawn/r1/task")
+	testenv.Git(t, wt, "commit", "-q", "--allow-empty", "-m", "evil")
+	testenv.Git(t, wt, "update-ref", "refs/heads/main", "HEAD")
+	testenv.Git(t, wt, "tag", "v9")
+	testenv.Git(t, wt, "config", "core.fsmonitor", "touch /tmp/pwned")
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755))
+
+	changes, err := g.Check(ctx, before)
+	require.NoError(t, err)
+	var what []string
+	for _, c := range changes {
+		assert.True(t, c.Restored, c.What)
+		what = append(what, c.What)
+	}
+	all := strings.Join(what, "\n")
+	assert.Contains(t, all, ".git/config was changed")
+	assert.Contains(t, all, "refs/heads/main moved")
+	assert.Contains(t, all, "refs/tags/v9 was created")
+	assert.Contains(t, all, ".git/hooks/pre-commit was added")
+	assert.NotContains(t, all, "spawn/r1/task", "the run's own branch may move")
+
+	assert.Equal(t, main, testenv.Git(t, repo, "rev-parse", "main"))
+	assert.Empty(t, testenv.Git(t, repo, "tag", "-l", "v9"))
+	now, err := os.ReadFile(filepath.Join(repo, ".git", "config"))
+	require.NoError(t, err)
+	assert.Equal(t, string(config), string(now))
+	assert.NoFileExists(t, filepath.Join(repo, ".git", "hooks", "pre-commit"))
+}
+
+// On a machine with bubblewrap (every CI machine), Probe says a run gets
+// it, and a wrapped command really runs confined: it cannot write outside
+// what it was given.
+func TestProbeFindsWorkingBubblewrapAndItConfines(t *testing.T) {
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+	r := Probe(context.Background(), env)
+	if r.Mode != ModeBwrap {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI needs bubblewrap: %s", r.Reason)
+		}
+		t.Skip(r.Reason)
+	}
+	ok, denied := t.TempDir(), t.TempDir()
+	s := Spec{Bwrap: r.Bwrap, Writable: []string{ok}}
+	cmd := s.Wrap(runners.Command{Path: "sh", Args: []string{"-c", "echo x > " + ok + "/in; echo x > " + denied + "/out"}})
+	_, err := proc.Run(context.Background(), proc.Cmd{Path: cmd.Path, Args: cmd.Args, Env: env})
+	var exit *proc.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Contains(t, exit.Stderr, "Read-only file system")
+	assert.FileExists(t, filepath.Join(ok, "in"))
+	assert.NoFileExists(t, filepath.Join(denied, "out"))
+}

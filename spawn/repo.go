@@ -1,0 +1,309 @@
+package spawn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/infinite-improbability-drive/spawn/internal/git"
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
+)
+
+// Repo is one repository's runs, as the lifecycle commands (ls, show,
+// logs, diff, clean, resume, ps, send) see them.
+type Repo struct {
+	// Dir is the top of the repository's main work tree, wherever in the
+	// repository (a subdirectory, a sandbox worktree) it was opened from.
+	Dir      string
+	Git      git.Repo
+	Registry *runs.Registry
+	env      []string
+	// listed is the registry as Repair last listed it, when it repaired
+	// nothing: List's next answer, once.
+	listed []runs.Entry
+}
+
+// List returns every run, newest first (runs.Registry.List). Right after
+// a Repair that repaired nothing it returns what Repair read, instead of
+// reading the registry a second time.
+func (r *Repo) List() ([]runs.Entry, error) {
+	if entries := r.listed; entries != nil {
+		r.listed = nil
+		return entries, nil
+	}
+	entries, err := r.Registry.List()
+	if err != nil {
+		return nil, errorf(KindInternal, err, "cannot read the run registry: %v", err)
+	}
+	return entries, nil
+}
+
+// OpenRepo opens the repository that holds dir ("" is the current
+// directory) and its run registry. It creates nothing. Outside a git
+// repository it fails with a repo *Error.
+func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, errorf(KindRepo, err, "cannot resolve the repository path %q: %v", dir, err)
+	}
+	tree, err := git.Open(ctx, abs, env)
+	if errors.Is(err, git.ErrNotRepo) {
+		return nil, errorf(KindRepo, err, "%s is not in a git repository; run spawn inside one or pass --repo", abs)
+	}
+	if err != nil {
+		return nil, errorf(KindRepo, err, "cannot read the git repository at %s: %v", abs, err)
+	}
+	// A linked worktree (a sandbox among them) shares the main work
+	// tree's .git: its parent is where .spawn is.
+	common, err := tree.CommonDir(ctx)
+	if err != nil {
+		return nil, errorf(KindRepo, err, "cannot read the git repository at %s: %v", abs, err)
+	}
+	top := tree.Dir
+	if filepath.Base(common) == ".git" {
+		top = filepath.Dir(common)
+	}
+	return &Repo{
+		Dir:      top,
+		Git:      git.Repo{Dir: top, Env: env},
+		Registry: runs.Open(filepath.Join(top, sandbox.Dir)),
+		env:      env,
+	}, nil
+}
+
+// Find returns the run ref names: an id, a unique prefix of one, or
+// "last". A reference that names no run, or more than one, is a usage
+// *Error that says which.
+func (r *Repo) Find(ref string) (runs.Entry, error) {
+	e, err := r.Registry.Find(ref)
+	var refErr *runs.RefError
+	if errors.As(err, &refErr) {
+		return runs.Entry{}, errorf(KindUsage, err, "%v", err)
+	}
+	if err != nil {
+		return runs.Entry{}, errorf(KindInternal, err, "cannot read the run registry: %v", err)
+	}
+	return e, nil
+}
+
+// Repaired is an abandoned run that Repair finished.
+type Repaired struct {
+	ID     string
+	Branch string
+	// Saved is the commit that saved what the worktree held uncommitted,
+	// "" when it held nothing.
+	Saved string
+	// Holder is the process that died, nil when unknown.
+	Holder *runs.Holder
+}
+
+// Repair finishes every abandoned run: a run whose record says running
+// while no process holds its lock (its spawn was killed, the machine went
+// down). The worktree's uncommitted work is committed on the run's branch,
+// and the record is finished as interrupted with an error saying the
+// process died. A run that another process repairs or resumes meanwhile is
+// left to it. Repair returns what it repaired; a run it could not repair
+// is an error, and the others are still repaired.
+func (r *Repo) Repair(ctx context.Context, now func() time.Time) ([]Repaired, error) {
+	entries, err := r.Registry.List()
+	if err != nil {
+		return nil, errorf(KindInternal, err, "cannot read the run registry: %v", err)
+	}
+	var done []Repaired
+	var errs []error
+	defer func() {
+		if len(done) == 0 && len(errs) == 0 {
+			r.listed = entries
+		}
+	}()
+	for _, e := range entries {
+		if e.State != runs.StateAbandoned {
+			continue
+		}
+		rp, err := r.repair(ctx, e.ID, now)
+		switch {
+		case errors.Is(err, runs.ErrLive):
+			// Another process took it: it repairs or resumes it.
+		case err != nil:
+			errs = append(errs, err)
+		case rp != nil:
+			done = append(done, *rp)
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+// repair finishes one abandoned run under its lock; nil when the run
+// turned out not to be abandoned any more.
+func (r *Repo) repair(ctx context.Context, id string, now func() time.Time) (_ *Repaired, err error) {
+	holder := r.lastHolder(id)
+	run, err := r.Registry.Acquire(id)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, run.Close()) }()
+	rec, err := run.ReadRecord()
+	if err != nil {
+		return nil, errorf(KindInternal, err, "cannot repair run %s: %v", id, err)
+	}
+	if rec.Status != observability.StatusRunning {
+		return nil, nil
+	}
+	return r.finishAbandoned(ctx, run, rec, holder, now)
+}
+
+// finishAbandoned commits what an abandoned run's worktree holds on its
+// branch and finishes its record (rec, changed in place) as interrupted,
+// under the run's lock, which the caller holds.
+func (r *Repo) finishAbandoned(ctx context.Context, run *runs.Run, rec *observability.Record, holder *runs.Holder, now func() time.Time) (*Repaired, error) {
+	id := run.ID
+	rp := &Repaired{ID: id, Branch: rec.Branch, Holder: holder}
+	red := observability.NewRedactor(r.env)
+	sb := r.sandboxOf(rec)
+	what := "the spawn process running it died"
+	if holder != nil {
+		what = fmt.Sprintf("the spawn process running it (pid %d) died", holder.PID)
+	}
+	saveErr := r.recoverSessions(run, rec)
+	// Messages the dead run's coder got but spawn never recorded.
+	delivered, err := run.Inbox().Delivered()
+	saveErr = errors.Join(saveErr, err)
+	for _, m := range delivered {
+		if !slices.ContainsFunc(rec.Messages, func(k observability.Message) bool { return k.ID == m.ID }) {
+			rec.Messages = append(rec.Messages, m)
+		}
+	}
+	if _, statErr := os.Stat(sb.Path); statErr == nil {
+		_, sha, err := sb.Save(ctx, "spawn: work saved from an abandoned run\n\nSpawn-Run: "+id+"\n")
+		if err != nil {
+			saveErr = errors.Join(saveErr, fmt.Errorf("cannot commit the work left in %s: %w", sb.Path, err))
+		}
+		if sha != "" {
+			rp.Saved = sha
+			rec.Commits = append(rec.Commits, observability.Commit{SHA: sha, Message: "spawn: work saved from an abandoned run", Iteration: lastIteration(rec), LLM: observability.LLMSpawn})
+		}
+	}
+	msg := what + " before the run finished"
+	switch {
+	case saveErr != nil:
+		msg += fmt.Sprintf("; %v", saveErr)
+	case rp.Saved != "":
+		msg += fmt.Sprintf("; the work it left is committed on %s; `spawn resume %s` continues it", rec.Branch, id)
+	default:
+		msg += fmt.Sprintf("; `spawn resume %s` continues it", id)
+	}
+	rec.Error = &observability.Error{Kind: string(KindInterrupted), Message: msg}
+	rec.Finish(observability.StatusInterrupted, ExitCode(errorf(KindInterrupted, nil, "%s", msg), rec.Verdict), now())
+	if err := observability.WriteFile(run.RecordPath(), rec, red); err != nil {
+		return nil, errorf(KindInternal, err, "cannot repair run %s: %v", id, err)
+	}
+	if err := appendEvent(run.EventsPath(), red, Event{Kind: EventFinished, Run: id, Time: now().UTC(),
+		Outcome: &Outcome{Status: rec.Status, Verdict: rec.Verdict, ExitCode: rec.ExitCode, Error: rec.Error}}); err != nil {
+		return nil, errorf(KindInternal, err, "cannot repair run %s: %v", id, err)
+	}
+	return rp, nil
+}
+
+// recoverSessions finds what a killed spawn left of its coder: the agent
+// processes it never recorded (their transcripts are in the run
+// directory; the coder's session id is in its transcript's first event)
+// are added to the record's command lines, and the agents' private
+// directory it never removed ($TMPDIR/spawn-agents-<id>-*) gives up the
+// coder's sessions, kept in the run directory for spawn resume, and is
+// removed.
+func (r *Repo) recoverSessions(run *runs.Run, rec *observability.Record) error {
+	known := map[string]bool{}
+	coded, reviewed := 0, 0
+	for _, c := range rec.CommandLines {
+		known[c.Stdout] = true
+		if c.Role == observability.RoleCoder {
+			coded = max(coded, c.Iteration)
+		}
+	}
+	for _, fb := range rec.ReviewFeedback {
+		reviewed = max(reviewed, fb.Iteration)
+	}
+	for n := 1; ; n++ {
+		stdout, _ := run.Transcript(n, observability.RoleCoder)
+		reviewer, _ := run.Transcript(n, observability.RoleReviewer)
+		if !fileExists(stdout) && !fileExists(reviewer) {
+			break
+		}
+		if !fileExists(stdout) || known[filepath.Base(stdout)] {
+			continue
+		}
+		_, stderr := run.Transcript(n, observability.RoleCoder)
+		rec.CommandLines = append(rec.CommandLines, observability.CommandLine{LLM: observability.LLMClaude, Role: observability.RoleCoder,
+			Iteration: max(coded, reviewed+1), ExitCode: -1, Session: claudeSession(stdout),
+			Stdout: filepath.Base(stdout), Stderr: filepath.Base(stderr)})
+	}
+	tmp := proc.Getenv(r.env, "TMPDIR")
+	if tmp == "" {
+		tmp = os.TempDir()
+	}
+	leaked, err := filepath.Glob(filepath.Join(tmp, "spawn-agents-"+run.ID+"-*"))
+	if err != nil {
+		return fmt.Errorf("find the agents' private directory: %w", err)
+	}
+	var errs []error
+	for _, dir := range leaked {
+		errs = append(errs, keepSessions(filepath.Join(dir, "coder", "config"), filepath.Join(run.Dir, sessionsName), observability.NewRedactor(r.env)), os.RemoveAll(dir))
+	}
+	return errors.Join(errs...)
+}
+
+// claudeSession is the session id in a claude transcript's init event, ""
+// when it has none.
+func claudeSession(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var id string
+	// The transcript is what claude printed: a parse error leaves the
+	// events read so far, which is all this needs.
+	if err := (&runners.Claude{}).Parse(f, func(e runners.Event) {
+		if e.Init != nil && id == "" {
+			id = e.Init.SessionID
+		}
+	}); err != nil {
+		return id
+	}
+	return id
+}
+
+// lastHolder is the process an abandoned run's lock names, nil when it
+// cannot be read.
+func (r *Repo) lastHolder(id string) *runs.Holder {
+	e, err := r.Registry.Find(id)
+	if err != nil {
+		return nil
+	}
+	return e.Holder
+}
+
+// sandboxOf is the sandbox a run's record names.
+func (r *Repo) sandboxOf(rec *observability.Record) *sandbox.Sandbox {
+	return sandbox.Open(r.Git, rec.SandboxPath, rec.Branch, rec.Base)
+}
+
+// lastIteration is the highest round an agent ran in, 1 when none did.
+func lastIteration(rec *observability.Record) int {
+	n := 1
+	for _, c := range rec.CommandLines {
+		n = max(n, c.Iteration)
+	}
+	return n
+}

@@ -1,0 +1,4 @@
+package runs
+
+// DecodeSummary is decodeSummary, for the benchmarks of package runs_test.
+var DecodeSummary = decodeSummary

@@ -1,0 +1,133 @@
+package runs
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
+)
+
+func TestMessagesSentAreDeliveredOnceInTheOrderSent(t *testing.T) {
+	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	first, err := in.Post("use tabs", t0)
+	require.NoError(t, err)
+	second, err := in.Post("and add a test", t0.Add(time.Nanosecond))
+	require.NoError(t, err)
+	assert.Less(t, first.ID, second.ID)
+
+	pending, err := in.Pending()
+	require.NoError(t, err)
+	require.Len(t, pending, 2)
+	got, err := in.Message(first.ID)
+	require.NoError(t, err)
+	assert.Nil(t, got.DeliveredAt, "a pending message is not delivered")
+
+	at := t0.Add(time.Second)
+	taken, err := in.Take(at, observability.DeliveryToolCall, 2)
+	require.NoError(t, err)
+	require.Len(t, taken, 2)
+	assert.Equal(t, []string{"use tabs", "and add a test"}, []string{taken[0].Text, taken[1].Text})
+	assert.Equal(t, at, *taken[0].DeliveredAt)
+	assert.Equal(t, observability.DeliveryToolCall, taken[0].How)
+	assert.Equal(t, 2, taken[0].Round)
+	assert.Equal(t, t0, taken[0].SentAt)
+
+	again, err := in.Take(at, observability.DeliveryStop, 2)
+	require.NoError(t, err)
+	assert.Empty(t, again, "a message is delivered once")
+
+	delivered, err := in.Delivered()
+	require.NoError(t, err)
+	assert.Equal(t, taken, delivered)
+	got, err = in.Message(second.ID)
+	require.NoError(t, err)
+	require.NotNil(t, got.DeliveredAt)
+	assert.Equal(t, observability.DeliveryToolCall, got.How)
+	entries, err := os.ReadDir(filepath.Join(in.Dir(), "delivered"))
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "no claim or temporary file is left behind")
+}
+
+func TestConcurrentTakersDeliverEachMessageOnce(t *testing.T) {
+	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	const n = 50
+	for i := range n {
+		_, err := in.Post("message", time.Unix(0, int64(i)))
+		require.NoError(t, err)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			taken, err := in.Take(time.Now(), observability.DeliveryPrompt, 1)
+			assert.NoError(t, err)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, m := range taken {
+				seen[m.ID]++
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, seen, n)
+	for id, k := range seen {
+		assert.Equal(t, 1, k, id)
+	}
+}
+
+func TestAnInboxNobodyWroteToIsEmpty(t *testing.T) {
+	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	taken, err := in.Take(time.Now(), observability.DeliveryStop, 1)
+	require.NoError(t, err)
+	assert.Empty(t, taken)
+	delivered, err := in.Delivered()
+	require.NoError(t, err)
+	assert.Empty(t, delivered)
+	_, err = in.Message("20261123-090000-000000000-0000")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+func TestAnEmptyMessageIsRefused(t *testing.T) {
+	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	_, err := in.Post(" \n", time.Now())
+	assert.ErrorContains(t, err, "empty")
+}
+
+func TestAWithdrawnMessageIsNeverDelivered(t *testing.T) {
+	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	m, err := in.Post("too late", time.Now())
+	require.NoError(t, err)
+	ok, err := in.Withdraw(m.ID)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	taken, err := in.Take(time.Now(), observability.DeliveryPrompt, 1)
+	require.NoError(t, err)
+	assert.Empty(t, taken)
+
+	m, err = in.Post("on time", time.Now())
+	require.NoError(t, err)
+	_, err = in.Take(time.Now(), observability.DeliveryPrompt, 1)
+	require.NoError(t, err)
+	ok, err = in.Withdraw(m.ID)
+	require.NoError(t, err)
+	assert.False(t, ok, "a delivered message cannot be withdrawn")
+}
+
+func TestARunsInboxIsInItsDirectory(t *testing.T) {
+	p := Paths{ID: "x", Dir: t.TempDir()}
+	in := p.Inbox()
+	require.NoError(t, in.Prepare())
+	assert.DirExists(t, filepath.Join(p.Dir, "inbox", "pending"))
+	assert.DirExists(t, filepath.Join(p.Dir, "inbox", "delivered"))
+}

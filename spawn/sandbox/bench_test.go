@@ -1,0 +1,64 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/infinite-improbability-drive/spawn/internal/testenv"
+)
+
+// benchRepo is a repository of 2,000 small files in 40 folders, so that a
+// worktree checkout costs something.
+func benchRepo(b *testing.B) string {
+	b.Helper()
+	dir := testenv.Repo(b)
+	for d := range 40 {
+		sub := filepath.Join(dir, fmt.Sprintf("pkg%02d", d))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := range 50 {
+			body := fmt.Sprintf("package pkg%02d\n\n// F%d is file %d.\nfunc F%d() int { return %d }\n", d, f, f, f, f)
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%02d.go", f)), []byte(body), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	testenv.Git(b, dir, "add", "--all")
+	testenv.Git(b, dir, "commit", "--quiet", "-m", "files")
+	return dir
+}
+
+// BenchmarkWorktree compares spawn's sandbox provisioning (checks, exclude,
+// worktree on a new branch) with a bare `git worktree add -b`.
+func BenchmarkWorktree(b *testing.B) {
+	repo := benchRepo(b)
+	env := testenv.Env(b)
+	ctx := context.Background()
+	b.Run("spawn", func(b *testing.B) {
+		for i := range b.N {
+			plan, err := Prepare(ctx, Request{RepoDir: repo, ID: fmt.Sprintf("s%d-%d", i, time.Now().UnixNano()), Task: "bench task", Env: env})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := plan.Create(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("git", func(b *testing.B) {
+		for i := range b.N {
+			id := fmt.Sprintf("g%d-%d", i, time.Now().UnixNano())
+			cmd := exec.Command("git", "worktree", "add", "--quiet", "-b", "raw/"+id, filepath.Join(repo, ".raw", id), "HEAD")
+			cmd.Dir = repo
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%v: %s", err, out)
+			}
+		}
+	})
+}

@@ -1,0 +1,114 @@
+package spawn
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/watcher"
+)
+
+// spend is what a run has spent so far, over every agent session: the
+// sessions that ended and those still running (parallel reviewers). It is
+// what max_cost_usd bounds (the whole run: coder and reviewers) and what
+// the status line shows. Safe for concurrent use.
+type spend struct {
+	mu    sync.Mutex
+	ended float64
+	live  map[int]float64 // a running session -> its cost so far
+	next  int
+	shown float64 // the highest total reported: the running total never goes down
+}
+
+// start registers a session and returns its key and the run's cost when
+// it starts.
+func (s *spend) start() (int, float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live == nil {
+		s.live = map[int]float64{}
+	}
+	s.next++
+	s.live[s.next] = 0
+	return s.next, s.totalLocked()
+}
+
+// update sets a running session's cost so far and returns the run's
+// running total to show. The total shown never goes down: a CLI's own
+// price replacing spawn's estimate may lower a session's cost, and a
+// running total that drops reads as a bug.
+func (s *spend) update(key int, cost float64) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.live[key]; ok {
+		s.live[key] = cost
+	}
+	s.shown = max(s.shown, s.totalLocked())
+	return s.shown
+}
+
+// end moves a session's final cost to the ended sessions and returns the
+// running total to show.
+func (s *spend) end(key int, cost float64) float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.live, key)
+	s.ended += cost
+	s.shown = max(s.shown, s.totalLocked())
+	return s.shown
+}
+
+// total is the run's cost so far.
+func (s *spend) total() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.totalLocked()
+}
+
+func (s *spend) totalLocked() float64 {
+	t := s.ended
+	for _, c := range s.live {
+		t += c
+	}
+	return t
+}
+
+// sessionBudget is the cost budget of a session that starts when the run
+// has spent spent: what is left of max_cost_usd (limit), 0 when the run
+// has no cost limit. ok is false when nothing is left.
+func sessionBudget(limit, spent float64) (budget float64, ok bool) {
+	if limit <= 0 {
+		return 0, true
+	}
+	if spent >= limit {
+		return 0, false
+	}
+	return limit - spent, true
+}
+
+// agentUsage is what one session used, as usage.by_agent keeps it.
+func agentUsage(who agent, sess *watcher.Session) observability.AgentUsage {
+	u := observability.AgentUsage{LLM: who.llm, Role: who.role, Iteration: who.round, Seat: who.seat}
+	if sess == nil {
+		return u
+	}
+	u.CostUSD, u.Turns = sess.CostUSD, sess.Turns
+	for _, p := range sess.Processes {
+		if p.Result != nil {
+			u.InputTokens += p.Result.Usage.InputTokens
+			u.OutputTokens += p.Result.Usage.OutputTokens
+		}
+	}
+	return u
+}
+
+// offered is the tools of allowed that are not excluded.
+func offered(allowed, excluded []string) []string {
+	var out []string
+	for _, t := range allowed {
+		if !slices.Contains(excluded, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
