@@ -29,7 +29,8 @@ const (
 
 // confinement is how a run's agents are confined: the isolation the run
 // got, the model relay that holds the real API keys, the agents' private
-// directories and the guard that catches changes to the user's repository.
+// directories and, without bubblewrap, the guard that catches changes to
+// the user's repository.
 type confinement struct {
 	report   isolation.Report
 	network  isolation.Network
@@ -45,7 +46,9 @@ type confinement struct {
 	worktree string   // the sandbox's worktree
 	sockDir  string   // model-only: the directory of the relay's unix socket
 	exe      string   // model-only: this binary, run as the sandbox's bridge
-	guard    isolation.Guard
+	// guard checks the user's repository around each agent turn when no
+	// sandbox keeps it read-only; nil under bubblewrap.
+	guard *isolation.Guard
 	// sessions is where the coder's sessions are kept between spawn
 	// processes (in the run directory); restored says they were copied
 	// into this confinement's private config directory.
@@ -76,9 +79,13 @@ func confine(ctx context.Context, opts Options, report isolation.Report, sb *san
 	if ns := "refs/heads/spawn/" + id + "/"; strings.HasPrefix(c.branch, ns) {
 		c.own = ns
 	}
-	c.guard = isolation.Guard{Git: sb.Repo, CommonDir: c.common, Own: func(ref string) bool {
-		return ref == c.branch || strings.HasSuffix(c.own, "/") && strings.HasPrefix(ref, c.own)
-	}}
+	if report.Mode != isolation.ModeBwrap {
+		// Every run's spawn/ branches are spawn's, not the user's: runs on
+		// one repository make and move them while this run's agents work.
+		c.guard = &isolation.Guard{Git: sb.Repo, CommonDir: c.common, Own: func(ref string) bool {
+			return ref == c.branch || strings.HasPrefix(ref, "refs/heads/spawn/")
+		}}
+	}
 	if c.root, err = os.MkdirTemp(proc.Getenv(opts.Env, "TMPDIR"), "spawn-agents-"+id+"-"); err != nil {
 		return c, fmt.Errorf("create the agents' private directory: %w", err)
 	}
@@ -350,14 +357,23 @@ func fileExists(p string) bool {
 }
 
 // guarded runs one agent turn between two snapshots of what the user
-// relies on in the repository (refs outside the run's, HEAD, .git/config,
-// hooks, the work tree's status). What changed is undone where git can
-// undo it safely, each change is a critical sandbox_tamper security
-// finding, and the turn's error is a KindSandboxTamper *Error (the work
-// stays on the run's branch), joined before turn's own error. A change of
-// the user's work tree under bubblewrap, where no agent can write it, is
-// the user's own: a note, not a finding.
+// relies on in the repository (refs outside spawn's, HEAD, .git/config,
+// hooks, the work tree's status) when no sandbox keeps them read-only.
+// What changed is undone where git can undo it safely, each change is a
+// critical sandbox_tamper security finding, and the turn's error is a
+// KindSandboxTamper *Error (the work stays on the run's branch), joined
+// before turn's own error.
+//
+// Under bubblewrap the agents cannot write any of it, so whatever changes
+// there during a turn is the user's (a commit on main, a new branch) or
+// another run's: nothing is checked (four git processes fewer per turn),
+// and nothing of theirs is undone. Without it, spawn cannot tell the
+// user's change from an agent's; only every run's spawn/ branches are
+// left alone.
 func (r *run) guarded(ctx context.Context, who agent, turn func() (*watcher.Session, error)) (*watcher.Session, error) {
+	if r.conf.guard == nil {
+		return turn()
+	}
 	before, err := r.conf.guard.Take(ctx)
 	if err != nil {
 		return nil, errorf(KindInternal, err, "cannot snapshot the repository before %s's turn: %v", who.cli, err)
@@ -368,10 +384,6 @@ func (r *run) guarded(ctx context.Context, who agent, turn func() (*watcher.Sess
 	changes, err := r.conf.guard.Check(checkCtx, before)
 	var tampered []string
 	for _, ch := range changes {
-		if ch.Tree && r.conf.report.Mode == isolation.ModeBwrap {
-			r.emit(Event{Kind: EventNote, Text: "your work tree changed during " + who.cli + "'s turn (the sandbox keeps it read-only, so not by the agent): " + ch.What})
-			continue
-		}
 		state := "spawn undid it"
 		if !ch.Restored {
 			state = "spawn could not undo it; check it yourself"

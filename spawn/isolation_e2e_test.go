@@ -362,3 +362,53 @@ func TestUserChosenBranchIsStillTheOnlyRefTheRunMoves(t *testing.T) {
 	assert.Equal(t, "work\n", testenv.Git(t, repo, "show", "feature/mine:work.txt")+"\n", "spawn committed the work on the user's branch")
 	assert.Empty(t, rec.SecurityFindings)
 }
+
+// What the user and other runs do in the repository while an agent works
+// is theirs: a commit on main and a new branch of the user's, and another
+// run's branch, made during the coder's turn, are all still there when
+// the run ends, and none is a sandbox_tamper finding. Under bubblewrap the
+// agents cannot write any of it, so nothing is checked or undone; without
+// it, the guard leaves every run's spawn/ branches alone (it cannot tell
+// the user's own commit on main from an agent's there, see
+// TestTamperWithoutSandboxIsUndoneAndReported).
+func TestOthersWorkDuringATurnIsKept(t *testing.T) {
+	for _, mode := range []isolation.Mode{isolation.ModeBwrap, isolation.ModeNone} {
+		t.Run(string(mode), func(t *testing.T) {
+			if mode == isolation.ModeBwrap {
+				requireBwrap(t)
+			}
+			sc := modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+				{Tools: []modelserver.ToolCall{{ID: "w", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/work.txt", "content": "work\n"}}}},
+				{Text: "Done."},
+			}}}}
+			var userHead string
+			r := runSoloWith(t, sc, "do the work", func(c *config.Config) {
+				c.Sandbox.Isolation = mode
+			}, func(r *soloRun, e Event) {
+				if e.Kind != EventAgent || e.Agent == nil || e.Agent.Kind != "file_changed" {
+					return
+				}
+				// The coder is in its turn: another run makes its branch.
+				testenv.Git(t, r.repo, "branch", "spawn/20990101-000000-beef/other-task", "HEAD")
+				if mode == isolation.ModeBwrap {
+					// The user goes on working: a commit on main, a branch.
+					require.NoError(t, os.WriteFile(filepath.Join(r.repo, "mine.txt"), []byte("mine\n"), 0o644))
+					testenv.Git(t, r.repo, "add", "mine.txt")
+					testenv.Git(t, r.repo, "commit", "-q", "-m", "my own work")
+					testenv.Git(t, r.repo, "branch", "my-feature")
+					userHead = testenv.Git(t, r.repo, "rev-parse", "main")
+				}
+			})
+			require.NoError(t, r.err)
+			assert.Equal(t, observability.StatusSucceeded, r.rec.Status)
+			assert.Empty(t, r.rec.SecurityFindings)
+			assert.NotEmpty(t, testenv.Git(t, r.repo, "rev-parse", "--verify", "spawn/20990101-000000-beef/other-task"), "the other run's branch")
+			if mode == isolation.ModeBwrap {
+				require.NotEmpty(t, userHead, "the user committed during the coder's turn")
+				assert.Equal(t, userHead, testenv.Git(t, r.repo, "rev-parse", "main"), "main keeps the user's commit")
+				assert.Equal(t, userHead, testenv.Git(t, r.repo, "rev-parse", "my-feature"))
+			}
+			assert.Equal(t, "work", testenv.Git(t, r.repo, "show", r.rec.Branch+":work.txt"))
+		})
+	}
+}
