@@ -166,8 +166,10 @@ func cmdAwaitTool(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // signal NAME WORD: sends the signal NAME (HUP, INT, TERM, KILL) to every
-// process whose command line holds WORD, as a closing terminal, a
-// supervisor or the kernel's OOM killer would.
+// spawn run of this script whose command line holds WORD, as a closing
+// terminal, a supervisor or the kernel's OOM killer would. Stories run in
+// parallel and some give the same task: a process is this script's when
+// its environment holds this script's WORK.
 func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: signal NAME WORD")
@@ -186,6 +188,10 @@ func cmdSignal(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil || !strings.Contains(string(b), args[1]) || !strings.Contains(string(b), "spawn\x00run") {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !slices.Contains(strings.Split(string(env), "\x00"), "WORK="+ts.Getenv("WORK")) {
 			continue
 		}
 		ts.Check(syscall.Kill(pid, sig))
