@@ -70,11 +70,9 @@ func confine(ctx context.Context, opts Options, report isolation.Report, sb *san
 	if c.common, err = sb.Repo.CommonDir(ctx); err != nil {
 		return c, fmt.Errorf("find the repository's git directory: %w", err)
 	}
-	gitDir, err := sb.Tree.Run(ctx, "rev-parse", "--absolute-git-dir")
-	if err != nil {
+	if c.admin, err = sb.Tree.GitDir(ctx); err != nil {
 		return c, fmt.Errorf("find the worktree's git directory: %w", err)
 	}
-	c.admin = filepath.Clean(gitDir)
 	c.own = c.branch
 	if ns := "refs/heads/spawn/" + id + "/"; strings.HasPrefix(c.branch, ns) {
 		c.own = ns

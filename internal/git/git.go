@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -18,6 +19,9 @@ var ErrNotRepo = errors.New("not a git repository")
 type Repo struct {
 	Dir string   // the top of the work tree
 	Env []string // the environment git runs with
+	// common is the repository's shared .git directory when Open or
+	// AddWorktree learned it on the way; CommonDir asks git otherwise.
+	common string
 }
 
 // Commit is one commit on a branch.
@@ -28,17 +32,41 @@ type Commit struct {
 
 // Open finds the work tree that holds dir.
 func Open(ctx context.Context, dir string, env []string) (Repo, error) {
-	r := Repo{Dir: dir, Env: env}
-	top, err := r.Run(ctx, "rev-parse", "--show-toplevel")
-	if err != nil {
-		var exit *proc.ExitError
-		if errors.As(err, &exit) && strings.Contains(exit.Stderr, "not a git repository") {
-			return Repo{}, fmt.Errorf("%s: %w", dir, ErrNotRepo)
-		}
-		return Repo{}, err
+	r, _, err := OpenAt(ctx, dir, env, "")
+	return r, err
+}
+
+// OpenAt finds the work tree that holds dir and, unless rev is "", the
+// commit rev names: sha is "" when it names none. One git process learns
+// the top of the work tree, the repository's .git and the commit.
+func OpenAt(ctx context.Context, dir string, env []string, rev string) (r Repo, sha string, err error) {
+	args, want := []string{"rev-parse", "--show-toplevel", "--git-common-dir"}, 2
+	if rev != "" {
+		args, want = append(args, "--verify", "--quiet", "--end-of-options", rev+"^{commit}"), 3
 	}
-	r.Dir = top
-	return r, nil
+	out, err := proc.Run(ctx, proc.Cmd{Path: "git", Args: args, Dir: dir, Env: env})
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	var exit *proc.ExitError
+	switch {
+	case err == nil && len(lines) == want:
+	case err == nil:
+		return Repo{}, "", fmt.Errorf("git rev-parse in %s printed %q", dir, out)
+	case errors.As(err, &exit) && strings.Contains(exit.Stderr, "not a git repository"):
+		return Repo{}, "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
+	case rev != "" && errors.As(err, &exit) && exit.Code == 1 && len(lines) == 2:
+		// The repository is there; rev names no commit.
+	default:
+		return Repo{}, "", err
+	}
+	common := lines[1]
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(dir, common)
+	}
+	r = Repo{Dir: lines[0], Env: env, common: filepath.Clean(common)}
+	if len(lines) > 2 {
+		sha = lines[2]
+	}
+	return r, sha, nil
 }
 
 // Run runs git with args in the work tree and returns its trimmed stdout.
@@ -73,6 +101,9 @@ func (r Repo) ValidBranchName(ctx context.Context, name string) bool {
 // CommonDir is the repository's shared .git directory (absolute), the same
 // from the main work tree and from every linked worktree.
 func (r Repo) CommonDir(ctx context.Context) (string, error) {
+	if r.common != "" {
+		return r.common, nil
+	}
 	dir, err := r.Run(ctx, "rev-parse", "--git-common-dir")
 	if err != nil {
 		return "", err
@@ -83,12 +114,30 @@ func (r Repo) CommonDir(ctx context.Context) (string, error) {
 	return filepath.Clean(dir), nil
 }
 
+// GitDir is the work tree's own git directory (absolute): .git/worktrees/<name>
+// for a linked worktree, read from the .git file git wrote in it, without
+// a git process; git is asked when there is no such file.
+func (r Repo) GitDir(ctx context.Context) (string, error) {
+	b, err := os.ReadFile(filepath.Join(r.Dir, ".git"))
+	if dir, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: "); err == nil && ok && dir != "" {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(r.Dir, dir)
+		}
+		return filepath.Clean(dir), nil
+	}
+	dir, err := r.Run(ctx, "rev-parse", "--absolute-git-dir")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Clean(dir), nil
+}
+
 // AddWorktree creates a linked worktree at path on a new branch started at base.
 func (r Repo) AddWorktree(ctx context.Context, path, branch, base string) (Repo, error) {
 	if _, err := r.Run(ctx, "worktree", "add", "--quiet", "-b", branch, path, base); err != nil {
 		return Repo{}, fmt.Errorf("create worktree: %w", err)
 	}
-	return Repo{Dir: path, Env: r.Env}, nil
+	return Repo{Dir: path, Env: r.Env, common: r.common}, nil
 }
 
 // Status returns `git status --porcelain` output: empty means clean.

@@ -77,31 +77,31 @@ func Prepare(ctx context.Context, req Request) (Plan, error) {
 	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
 		return Plan{}, inputErrorf(err, "%s is not a directory; pass --repo with the path of a git repository", abs)
 	}
-	repo, err := git.Open(ctx, abs, req.Env)
+	baseRef := req.Base
+	if baseRef == "" {
+		baseRef = "HEAD"
+	}
+	// One rev-parse finds the repository and the base; which error it is,
+	// is asked only when the base names no commit.
+	repo, base, err := git.OpenAt(ctx, abs, req.Env, baseRef)
 	if errors.Is(err, git.ErrNotRepo) {
 		return Plan{}, inputErrorf(err, "%s is not a git repository; run spawn inside one or pass --repo", abs)
 	}
 	if err != nil {
 		return Plan{}, inputErrorf(err, "cannot read the git repository at %s: %v", abs, err)
 	}
-	baseRef := req.Base
-	if baseRef == "" {
-		baseRef = "HEAD"
-	}
-	// One rev-parse on the way that works; which error it is, is asked only
-	// when it fails.
-	base, err := repo.Resolve(ctx, baseRef)
-	if err != nil {
+	if base == "" {
 		if baseRef == "HEAD" || !repo.HasCommits(ctx) {
 			return Plan{}, inputErrorf(nil, "the repository at %s has no commits yet; make a first commit, then run spawn", repo.Dir)
 		}
-		return Plan{}, inputErrorf(err, "the base %q names no commit in %s; pass --base with a branch, tag or sha", baseRef, repo.Dir)
+		return Plan{}, inputErrorf(nil, "the base %q names no commit in %s; pass --base with a branch, tag or sha", baseRef, repo.Dir)
 	}
+	// A name spawn makes is valid by construction (see slug); only the
+	// user's is checked.
 	branch := req.Branch
 	if branch == "" {
 		branch = "spawn/" + req.ID + "/" + slug(req.Task)
-	}
-	if !repo.ValidBranchName(ctx, branch) {
+	} else if !repo.ValidBranchName(ctx, branch) {
 		return Plan{}, inputErrorf(nil, "%q is not a valid branch name; pass another --branch", branch)
 	}
 	if repo.BranchExists(ctx, branch) {
