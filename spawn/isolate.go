@@ -369,6 +369,7 @@ func fileExists(p string) bool {
 // user's change from an agent's; only every run's spawn/ branches are
 // left alone.
 func (r *run) guarded(ctx context.Context, who agent, turn func() (*watcher.Session, error)) (*watcher.Session, error) {
+	r.sb.Touch() // the agent may commit, or move the branch
 	if r.conf.guard == nil {
 		return turn()
 	}

@@ -118,7 +118,8 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 		return nil, team.Progress{}, err
 	}
 	pre := checked{registry: repo.Registry, plan: sandbox.Plan{Repo: repo.Git, ID: dir.ID, Branch: rec.Branch, Base: rec.Base, Path: sb.Path}}
-	if err := pre.checkAgents(ctx, cfg, opts.Env); err != nil {
+	iso, isoErr := isolation.Resolve(ctx, cfg.Sandbox.Isolation, opts.Env)
+	if err := pre.checkAgents(cfg, opts.Env, iso, isoErr); err != nil {
 		return nil, team.Progress{}, err
 	}
 	runOpts := Options{Task: rec.Task, Config: cfg, RepoDir: repo.Dir, Base: rec.Base, Branch: rec.Branch,

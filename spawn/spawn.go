@@ -134,14 +134,26 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 	if err := cfg.Validate(); err != nil {
 		return checked{}, err
 	}
+	// Which sandbox the agents get (a bubblewrap process, when it is
+	// there to try) is learnt while git reads the repository.
+	type resolved struct {
+		report isolation.Report
+		err    error
+	}
+	probe := make(chan resolved, 1)
+	go func() {
+		r, err := isolation.Resolve(ctx, cfg.Sandbox.Isolation, opts.Env)
+		probe <- resolved{r, err}
+	}()
 	// The branch is named after the task, with no secret in it.
 	named := observability.NewRedactor(opts.Env).String(opts.Task)
 	plan, err := sandbox.Prepare(ctx, sandbox.Request{RepoDir: opts.RepoDir, Base: opts.Base, Branch: opts.Branch, ID: id, Task: named, Env: opts.Env})
+	iso := <-probe
 	if err != nil {
 		return checked{}, err
 	}
 	c := checked{plan: plan, registry: runs.Open(plan.SpawnDir())}
-	if err := c.checkAgents(ctx, cfg, opts.Env); err != nil {
+	if err := c.checkAgents(cfg, opts.Env, iso.report, iso.err); err != nil {
 		return checked{}, err
 	}
 	if cfg.Team.Mode == observability.ModeGitHub {
@@ -170,8 +182,9 @@ func (c checked) secretEnv() []string {
 }
 
 // checkAgents finds the agent CLIs the mode needs and the reviewer's
-// credentials, resolves the isolation the agents get, and sets the policy.
-func (c *checked) checkAgents(ctx context.Context, cfg config.Config, env []string) (err error) {
+// credentials, takes the isolation the agents get (iso, as
+// isolation.Resolve found it, with its error), and sets the policy.
+func (c *checked) checkAgents(cfg config.Config, env []string, iso isolation.Report, isoErr error) (err error) {
 	if c.claude, err = agentBinary("claude", cfg.Runners.Claude.Command, "@anthropic-ai/claude-code", env); err != nil {
 		return err
 	}
@@ -183,8 +196,8 @@ func (c *checked) checkAgents(ctx context.Context, cfg config.Config, env []stri
 			return err
 		}
 	}
-	if c.isolation, err = isolation.Resolve(ctx, cfg.Sandbox.Isolation, env); err != nil {
-		return errorf(KindNoSandbox, err, "%v", err)
+	if c.isolation = iso; isoErr != nil {
+		return errorf(KindNoSandbox, isoErr, "%v", isoErr)
 	}
 	if cfg.Sandbox.Network == isolation.NetworkModelOnly && c.isolation.Mode != isolation.ModeBwrap {
 		return errorf(KindNoSandbox, nil, "network = \"model-only\" needs bubblewrap, but %s; %s, or set [sandbox] network = \"open\"", c.isolation.Reason, isolation.InstallHint)

@@ -236,7 +236,10 @@ func (r Repo) CommitPaths(ctx context.Context, msg string, paths []string) (stri
 		Dir: r.Dir, Env: r.Env, Stdin: strings.NewReader(list)}); err != nil {
 		return "", fmt.Errorf("stage changes: %w", err)
 	}
-	commit := []string{"-c", "core.abbrev=no", "commit", "--no-verify", "-m", msg}
+	// maintenance.auto=false: a commit of spawn's does not start git's
+	// automatic maintenance (a process at every commit, and a repack of the
+	// user's repository in the middle of a run when it finds work).
+	commit := []string{"-c", "core.abbrev=no", "-c", "maintenance.auto=false", "commit", "--no-verify", "-m", msg}
 	out, err := proc.Run(ctx, proc.Cmd{Path: "git", Args: append([]string{"-c", "user.useConfigOnly=true"}, commit...), Dir: r.Dir, Env: r.Env})
 	var exit *proc.ExitError
 	if err != nil && errors.As(err, &exit) && noIdentity(exit.Stderr) {

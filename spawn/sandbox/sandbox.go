@@ -163,8 +163,11 @@ type Sandbox struct {
 	Branch string
 	Base   string // the commit the branch starts from
 
-	mu   sync.Mutex // guards head
+	mu   sync.Mutex // guards head and known
 	head string     // the branch's tip as Save last saw or made it; "" until then
+	// known says head is still the tip: Save set it and nothing ran in the
+	// worktree since (see Touch).
+	known bool
 }
 
 // Create makes the worktree and its branch. When it fails, nothing it made
@@ -255,13 +258,23 @@ func (s *Sandbox) Save(ctx context.Context, msg string) (own []git.Commit, sha s
 		s.head = st.Head
 	}
 	if len(st.Paths) == 0 {
+		s.known = true
 		return own, "", nil
 	}
 	sha, err = s.Tree.CommitPaths(ctx, msg, st.Paths)
 	if sha != "" {
 		s.head = sha
 	}
+	s.known = err == nil
 	return own, sha, err
+}
+
+// Touch says that something other than Save may change the worktree from
+// now on (an agent's turn starts): Head asks git again until the next Save.
+func (s *Sandbox) Touch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.known = false
 }
 
 // Commits lists the branch's commits since the base, oldest first.
@@ -272,10 +285,17 @@ func (s *Sandbox) Commits(ctx context.Context) ([]git.Commit, error) {
 	return s.Tree.Log(ctx, s.Base, "HEAD")
 }
 
-// Head is the sha of the branch's tip.
+// Head is the sha of the branch's tip: the one Save saw or made when
+// nothing touched the worktree since, else git's answer.
 func (s *Sandbox) Head(ctx context.Context) (string, error) {
 	if err := s.gone(); err != nil {
 		return "", err
+	}
+	s.mu.Lock()
+	head, known := s.head, s.known
+	s.mu.Unlock()
+	if known {
+		return head, nil
 	}
 	return s.Tree.Resolve(ctx, "HEAD")
 }
