@@ -191,24 +191,41 @@ type claudeBlock struct {
 //
 // User and assistant lines (tool calls and their results: most of the
 // bytes) are read by a fast path (see claudeFastLine) that gives the same
-// events as encoding/json.
+// events as encoding/json. A tool_result's text is decoded only when its
+// call is a Bash call, or one the stream did not show (ToolResult.Content).
 func (c *Claude) Parse(r io.Reader, emit func(Event)) error {
 	return c.parse(r, emit, true)
 }
 
 // parse is Parse; fast false reads every line with encoding/json (the
 // reference the fast path is tested against).
-func (c *Claude) parse(r io.Reader, emit func(Event), fast bool) error {
+func (c *Claude) parse(r io.Reader, out func(Event), fast bool) error {
 	retryStatus := 0   // error_status of the last api_retry line
 	done := false      // the result line was seen
 	var events []Event // the fast path's, reused
+	// The calls in flight, each true when it is a shell (Bash) call: the
+	// text of another tool's result is not decoded (see Parse).
+	calls := map[string]bool{}
+	skip := func(id string) bool {
+		shell, known := calls[id]
+		return known && !shell
+	}
+	emit := func(e Event) {
+		switch e.Kind {
+		case KindToolUse:
+			calls[e.ToolUse.ID] = e.ToolUse.Name == "Bash"
+		case KindToolResult:
+			delete(calls, e.ToolResult.ToolUseID)
+		}
+		out(e)
+	}
 	return readJSONLines(r, func(b []byte) {
 		if done {
 			return
 		}
 		if fast {
 			var handled bool
-			if events, handled = claudeFastLine(b, events); handled {
+			if events, handled = claudeFastLine(b, events, skip); handled {
 				for _, e := range events {
 					emit(e)
 				}
@@ -260,11 +277,11 @@ func (c *Claude) parse(r io.Reader, emit func(Event), fast bool) error {
 		case "user":
 			for _, blk := range claudeBlocks(l.Message) {
 				if blk.Type == "tool_result" {
-					emit(Event{Kind: KindToolResult, ToolResult: &ToolResult{
-						ToolUseID: blk.ToolUseID,
-						IsError:   blk.IsError,
-						Content:   claudeToolResultText(blk.Content),
-					}})
+					tr := &ToolResult{ToolUseID: blk.ToolUseID, IsError: blk.IsError}
+					if !skip(blk.ToolUseID) {
+						tr.Content = claudeToolResultText(blk.Content)
+					}
+					emit(Event{Kind: KindToolResult, ToolResult: tr})
 				}
 			}
 		case "result":

@@ -482,8 +482,9 @@ func u4(b []byte, i int) rune {
 // The message is read in the same pass whether the type comes before it or
 // after (claude writes the type first; a re-encoded stream may sort the
 // keys): every field a user or an assistant message may need is read, and
-// the type picks the events at the end.
-func claudeFastLine(line []byte, buf []Event) (events []Event, handled bool) {
+// the type picks the events at the end. The text of a tool_result whose
+// call skip names is not decoded (see Claude.Parse).
+func claudeFastLine(line []byte, buf []Event, skip func(id string) bool) (events []Event, handled bool) {
 	s := jsonScanner{b: line}
 	var kind string // "user" or "assistant" once the type is read
 	var msg fastMessage
@@ -525,7 +526,7 @@ func claudeFastLine(line []byte, buf []Event) (events []Event, handled bool) {
 	if s.ws(); !ok || s.i != len(s.b) || kind == "" {
 		return buf[:0], false
 	}
-	return msg.events(kind, buf[:0]), true
+	return msg.events(kind, buf[:0], skip)
 }
 
 // fastMessage is what the events of a user or assistant line need of its
@@ -541,15 +542,28 @@ type fastBlock struct {
 	typ, text string
 	toolUse   ToolUse
 	result    ToolResult
+	// content is a tool_result's content as the line holds it, JSON,
+	// decoded into result.Content by events when it is wanted.
+	content []byte
 }
 
 // events appends the events of a line of kind ("user" or "assistant") to
-// events, as Parse makes them from claudeLine.
-func (m *fastMessage) events(kind string, events []Event) []Event {
+// events, as Parse makes them from claudeLine, decoding the text of each
+// tool_result whose call skip does not name. handled is false when a
+// text must go to the full decoder.
+func (m *fastMessage) events(kind string, events []Event, skip func(id string) bool) (_ []Event, handled bool) {
 	for i := range m.blocks {
 		b := &m.blocks[i]
 		switch {
 		case kind == "user" && b.typ == "tool_result":
+			if b.content != nil && !skip(b.result.ToolUseID) {
+				sub := jsonScanner{b: b.content}
+				text, ok := sub.toolResultText()
+				if !ok || sub.i != len(sub.b) {
+					return events[:0], false
+				}
+				b.result.Content = text
+			}
 			events = append(events, Event{Kind: KindToolResult, ToolResult: &b.result})
 		case kind == "assistant" && b.typ == "text":
 			events = append(events, Event{Kind: KindText, Message: m.id, Usage: m.usage, Text: b.text})
@@ -557,7 +571,7 @@ func (m *fastMessage) events(kind string, events []Event) []Event {
 			events = append(events, Event{Kind: KindToolUse, Message: m.id, Usage: m.usage, ToolUse: &b.toolUse})
 		}
 	}
-	return events
+	return events, true
 }
 
 // message reads a message object into m.
@@ -653,9 +667,13 @@ func (s *jsonScanner) block(b *fastBlock) bool {
 				return false
 			}
 		default:
-			var ok bool
-			b.result.Content, ok = s.toolResultText()
-			return ok
+			// Checked as JSON now, decoded only if wanted (events).
+			start := s.i
+			if !s.skip() {
+				return false
+			}
+			b.content = s.b[start:s.i]
+			return true
 		}
 	})
 }

@@ -129,7 +129,7 @@ func TestClaudeFastPathTranscripts(t *testing.T) {
 		}
 		checkFastPath(t, stream)
 		for line := range bytes.Lines(stream) {
-			if _, ok := claudeFastLine(bytes.TrimSpace(line), nil); ok {
+			if _, ok := claudeFastLine(bytes.TrimSpace(line), nil, func(string) bool { return false }); ok {
 				handled++
 			}
 		}
@@ -209,5 +209,33 @@ func TestASCIIRun(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Only a shell call's result text is decoded (spawn reads a test run's
+// output, and nothing of other tools' results): a Read's result, most of a
+// stream's bytes, is left undecoded, on both paths, while the result of a
+// Bash call, or of a call the stream never showed, is decoded.
+func TestOnlyShellResultsAreDecoded(t *testing.T) {
+	stream := strings.Join([]string{
+		`{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"r1","name":"Read","input":{"file_path":"/x"}},{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"go test ./..."}}]}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"r1","content":"package x\n\tfunc f() {}\n"},{"type":"tool_result","tool_use_id":"b1","content":[{"type":"text","text":"ok  \tx\t0.1s"}]}]}}`,
+		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"r1","content":"a second result for r1"},{"type":"tool_result","tool_use_id":"nobody","content":"unseen call"}]}}`,
+		`{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s","usage":{"input_tokens":1,"output_tokens":1}}`,
+	}, "\n")
+	checkFastPath(t, []byte(stream))
+	texts := map[string][]string{}
+	for _, e := range claudeEvents(t, []byte(stream), true) {
+		if e.Kind == KindToolResult {
+			texts[e.ToolResult.ToolUseID] = append(texts[e.ToolResult.ToolUseID], e.ToolResult.Content)
+		}
+	}
+	want := map[string][]string{
+		"r1":     {"", "a second result for r1"}, // once answered, r1 is a call the stream no longer knows
+		"b1":     {"ok  \tx\t0.1s"},
+		"nobody": {"unseen call"},
+	}
+	if !reflect.DeepEqual(texts, want) {
+		t.Fatalf("result texts %q, want %q", texts, want)
 	}
 }

@@ -42,6 +42,8 @@ func TestAReviewersCostIsEstimatedFromItsReportedTokens(t *testing.T) {
 	assert.InDelta(t, 2.25, s.CostUSD, 1e-9)
 }
 
+// The session's Tests is the last test run's command and the end of its
+// output, made when the process finishes.
 func TestTheCodersLastTestRunIsKept(t *testing.T) {
 	s := &Session{}
 	tr := newTracker(s, Policy{}, map[string]bool{}, func(Progress) {})
@@ -54,9 +56,11 @@ func TestTheCodersLastTestRunIsKept(t *testing.T) {
 	}
 	bash("1", "ls -la")
 	result("1", "total 0", false)
+	tr.finish(nil)
 	assert.Empty(t, s.Tests, "ls is not a test run")
 	bash("2", "cd pkg && go test ./... -run TestX")
 	result("2", "--- FAIL: TestX\nFAIL", true)
+	tr.finish(nil)
 	assert.Equal(t, "$ cd pkg && go test ./... -run TestX\n--- FAIL: TestX\nFAIL\n", s.Tests, "a failing run is a result too")
 	bash("3", "npm test")
 	long := ""
@@ -64,6 +68,7 @@ func TestTheCodersLastTestRunIsKept(t *testing.T) {
 		long += "line\n"
 	}
 	result("3", long+"all passed", false)
+	tr.finish(nil)
 	assert.Contains(t, s.Tests, "$ npm test\n[...]\n")
 	assert.Contains(t, s.Tests, "all passed\n")
 	assert.LessOrEqual(t, len(s.Tests), maxTestBytes+100)

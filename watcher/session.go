@@ -305,7 +305,12 @@ type tracker struct {
 	costBase float64                     // the session's cost before this process
 	tools    map[string]*runners.ToolUse // calls in flight: no result yet
 	refused  []runners.Denial
+	// tests is the last test run's command and output, made into the
+	// session's Tests once, when the process finishes.
+	tests *testRun
 }
+
+type testRun struct{ cmd, out string }
 
 func newTracker(s *Session, p Policy, files map[string]bool, emit func(Progress)) *tracker {
 	return &tracker{s: s, p: p, files: files, emit: emit, costBase: s.CostUSD, tools: map[string]*runners.ToolUse{}}
@@ -344,7 +349,7 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 		// A failing test run is a result too; a call the CLI refused is not.
 		if tu != nil && ev.ToolResult.ErrorType == "" && (tu.Name == "Bash" || tu.Name == "run_shell_command") {
 			if cmd := toolCommand(tu); testCommand.MatchString(cmd) {
-				t.s.Tests = "$ " + oneLineCmd(cmd) + "\n" + tail(ev.ToolResult.Content, maxTestLines, maxTestBytes)
+				t.tests = &testRun{cmd, ev.ToolResult.Content}
 			}
 		}
 		switch {
@@ -380,6 +385,10 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 // reported, when it reported one, and estimates it from the result's token
 // totals when the CLI reported tokens only.
 func (t *tracker) finish(res *runners.Result) {
+	if t.tests != nil {
+		t.s.Tests = "$ " + oneLineCmd(t.tests.cmd) + "\n" + tail(t.tests.out, maxTestLines, maxTestBytes)
+		t.tests = nil
+	}
 	switch {
 	case res == nil:
 	case res.Usage.CostUSD > 0:
