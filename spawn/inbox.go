@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/hook"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
@@ -28,83 +27,6 @@ import (
 // message sent while no coder turn runs (the reviewer's turn, between
 // turns) is put at the top of the coder's next prompt. After each coder
 // turn the messages delivered are recorded (EventMessage).
-
-// init answers a hook call: claude runs this binary as
-// `<exe> __spawn-hook <event> <inbox> <round>` (see runners.HookArg).
-// Every binary that links this package (spawn, and test binaries standing
-// in for it) answers it here, before main or TestMain runs, and exits: 0
-// when answered (a message handed over, or none to hand), 1 when not (a
-// non-blocking error for claude: the coder carries on, and the message
-// waits for the next chance).
-func init() {
-	if len(os.Args) < 2 {
-		return
-	}
-	ev, args, ok, err := runners.HookCall(os.Args[1:])
-	if !ok {
-		return
-	}
-	if err == nil {
-		err = answerHook(ev, args, os.Stdin, os.Stdout, os.Stderr, time.Now)
-	}
-	code := 0
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "spawn: %v\n", err)
-		code = 1
-	}
-	// Not os.Exit: nothing is buffered, and os.Exit in a binary built with
-	// -race sleeps first (GORACE atexit_sleep_ms), at every tool call.
-	syscall.Exit(code)
-}
-
-// answerHook answers one claude hook call for event; args are the inbox
-// directory and the coder's round. The pending messages are taken from
-// the inbox (delivered now, by a tool call or at a stop) and handed to
-// claude. When only some could be taken, those are handed over and the
-// error is written on errw.
-func answerHook(ev runners.HookEvent, args []string, in io.Reader, out, errw io.Writer, now func() time.Time) error {
-	if len(args) != 2 {
-		return fmt.Errorf("spawn hook: want the inbox and the round after the event, got %q", args)
-	}
-	round, err := strconv.Atoi(args[1])
-	if err != nil {
-		return fmt.Errorf("spawn hook: the round %q is not a number", args[1])
-	}
-	inbox := runs.NewInbox(args[0])
-	how := observability.DeliveryToolCall
-	if ev == runners.HookStop {
-		how = observability.DeliveryStop
-	}
-	return runners.AnswerHook(ev, in, out, func() (string, error) {
-		msgs, err := inbox.Take(now(), how, round)
-		if err != nil && len(msgs) > 0 {
-			fmt.Fprintf(errw, "spawn: %v\n", err)
-			err = nil
-		}
-		return messageText(msgs), err
-	})
-}
-
-// messageText is what the coder reads of msgs: the messages, introduced
-// as the user's; "" for none.
-func messageText(msgs []observability.Message) string {
-	if len(msgs) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	if len(msgs) == 1 {
-		b.WriteString("The person who started this run sent you a message (with `spawn send`) while you work on the task; take it into account:\n\n")
-	} else {
-		b.WriteString("The person who started this run sent you messages (with `spawn send`) while you work on the task; take them into account:\n\n")
-	}
-	for i, m := range msgs {
-		if i > 0 {
-			b.WriteString("\n\n")
-		}
-		b.WriteString(strings.TrimSpace(m.Text))
-	}
-	return b.String()
-}
 
 // hookSettings is the file name of the coder's hook settings in its
 // private directory.
@@ -187,7 +109,7 @@ func (r *run) withMessages(prompt string, round int) string {
 	if len(msgs) == 0 {
 		return prompt
 	}
-	return messageText(msgs) + "\n\n---\n\n" + prompt
+	return hook.MessageText(msgs) + "\n\n---\n\n" + prompt
 }
 
 // recordMessages puts the messages delivered and not yet recorded on the

@@ -1,7 +1,6 @@
 package spawn
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -18,54 +17,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
-
-func TestTheHookHandsPendingMessagesToTheCoderOnce(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "inbox")
-	inbox := runs.NewInbox(dir)
-	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	_, err := inbox.Post("use tabs", t0)
-	require.NoError(t, err)
-	_, err = inbox.Post("and add a test", t0.Add(time.Millisecond))
-	require.NoError(t, err)
-
-	at := t0.Add(time.Second)
-	now := func() time.Time { return at }
-	var out, errw bytes.Buffer
-	require.NoError(t, answerHook(runners.HookPostToolUse, []string{dir, "2"}, strings.NewReader(`{"hook_event_name":"PostToolUse"}`), &out, &errw, now))
-	var answer struct {
-		HookSpecificOutput struct {
-			HookEventName     string `json:"hookEventName"`
-			AdditionalContext string `json:"additionalContext"`
-		} `json:"hookSpecificOutput"`
-	}
-	require.NoError(t, json.Unmarshal(out.Bytes(), &answer))
-	assert.Equal(t, "PostToolUse", answer.HookSpecificOutput.HookEventName)
-	ctx := answer.HookSpecificOutput.AdditionalContext
-	assert.Contains(t, ctx, "spawn send")
-	assert.Less(t, strings.Index(ctx, "use tabs"), strings.Index(ctx, "and add a test"), "in the order sent")
-	assert.Empty(t, errw.String())
-
-	delivered, err := inbox.Delivered()
-	require.NoError(t, err)
-	require.Len(t, delivered, 2)
-	for _, m := range delivered {
-		assert.Equal(t, observability.DeliveryToolCall, m.How)
-		assert.Equal(t, 2, m.Round)
-		assert.Equal(t, at, *m.DeliveredAt)
-	}
-
-	// Nothing new is pending: the coder stops when it was stopping.
-	out.Reset()
-	require.NoError(t, answerHook(runners.HookStop, []string{dir, "2"}, strings.NewReader(`{"hook_event_name":"Stop","stop_hook_active":true}`), &out, &errw, now))
-	assert.Empty(t, out.String())
-}
-
-func TestTheHookNeedsItsInboxAndRound(t *testing.T) {
-	in := `{"hook_event_name":"Stop"}`
-	var out bytes.Buffer
-	assert.Error(t, answerHook(runners.HookStop, nil, strings.NewReader(in), &out, &out, time.Now))
-	assert.ErrorContains(t, answerHook(runners.HookStop, []string{t.TempDir(), "two"}, strings.NewReader(in), &out, &out, time.Now), "not a number")
-}
 
 // The binary claude runs as a hook is spawn's own: any binary linking this
 // package (this test binary too) answers a hook call and exits, before its
@@ -105,14 +56,4 @@ func TestMessagesAreRecordedInTheOrderDelivered(t *testing.T) {
 	}
 	sortByDelivery(msgs)
 	assert.Equal(t, []string{"c", "a", "b"}, []string{msgs[0].ID, msgs[1].ID, msgs[2].ID})
-}
-
-func TestMessageText(t *testing.T) {
-	assert.Empty(t, messageText(nil))
-	one := messageText([]observability.Message{{Text: " use tabs\n"}})
-	assert.Contains(t, one, "sent you a message")
-	assert.True(t, strings.HasSuffix(one, "\n\nuse tabs"), "%q", one)
-	two := messageText([]observability.Message{{Text: "use tabs"}, {Text: "add a test"}})
-	assert.Contains(t, two, "sent you messages")
-	assert.True(t, strings.HasSuffix(two, "use tabs\n\nadd a test"), "%q", two)
 }
