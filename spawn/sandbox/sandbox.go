@@ -138,7 +138,13 @@ func checkDirty(ctx context.Context, repo git.Repo) *dirtyCheck {
 			c.err = fmt.Errorf("read the status of %s: %w", repo.Dir, err)
 			return
 		}
-		c.dirty = status != ""
+		// spawn's own directory is not the user's change: the run makes it
+		// (and excludes it from git) while this status runs.
+		for _, line := range strings.Split(status, "\n") {
+			if line != "" && !strings.HasPrefix(line, "?? "+Dir+"/") {
+				c.dirty = true
+			}
+		}
 	}()
 	return c
 }

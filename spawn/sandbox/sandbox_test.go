@@ -52,3 +52,30 @@ func TestHeadFollowsSaveAndWhatAgentsCommit(t *testing.T) {
 		t.Fatalf("Head after a Save with nothing to commit: %q, %v; want %s", head, err, want)
 	}
 }
+
+// The note about uncommitted changes is about the user's: spawn's own
+// .spawn directory, which the run creates (and excludes from git) while
+// the check runs, is not one of them; any other untracked file is.
+func TestDirtyIsAboutTheUsersChangesOnly(t *testing.T) {
+	ctx := context.Background()
+	repo := testenv.Repo(t)
+	if err := os.MkdirAll(filepath.Join(repo, Dir, "runs", "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prepare := func(id string) Plan {
+		plan, err := Prepare(ctx, Request{RepoDir: repo, ID: id, Task: "t", Env: testenv.Env(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	if dirty, err := prepare("20261123-000000-0001").Dirty(); err != nil || dirty {
+		t.Fatalf("with only an unexcluded .spawn/: dirty %v, err %v; want clean", dirty, err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "notes.txt"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if dirty, err := prepare("20261123-000000-0002").Dirty(); err != nil || !dirty {
+		t.Fatalf("with an untracked file of the user's: dirty %v, err %v; want dirty", dirty, err)
+	}
+}
