@@ -82,12 +82,14 @@ END {
 	printf "| %-48s | %14s | %14s | %7s |\n", "figure", "spawn", "limit", "ratio"
 	printf "|%s|%s|%s|%s|\n", "--------------------------------------------------", "----------------", "----------------", "---------"
 	row("solo turn vs bare claude", ms("BenchmarkSoloRun/spawn", "ns/op"), ms("BenchmarkSoloRun/claude", "ns/op"), "ms")
+	one("  its claude process, under the sandbox", v("BenchmarkSoloRun/spawn", "agent-ms"), "ms", "-")
+	one("  the rest: spawn (setup, commit, finish)", v("BenchmarkSoloRun/spawn", "spawn-ms"), "ms", "-")
 	p = "BenchmarkPingpongOverhead"
 	row("pingpong run (2 rounds) wall vs agents own time", v(p, "wall-ms"), v(p, "agents-ms"), "ms")
 	one("  overhead per agent process", v(p, "overhead-ms/proc"), "ms", "-")
 	one("  overhead, % of the wall time", v(p, "overhead-%"), "%", "-")
 	one("  before the first agent (preflight, worktree)", v(p, "setup-ms"), "ms", "-")
-	one("  between two agents (turn git, snapshots)", v(p, "between-ms"), "ms", "-")
+	one("  between two agents (turn git, prompts)", v(p, "between-ms"), "ms", "-")
 	one("  after the last agent", v(p, "finish-ms"), "ms", "-")
 	row("provisioning (worktree) vs git worktree add", ms("BenchmarkWorktree/spawn", "ns/op"), ms("BenchmarkWorktree/git", "ns/op"), "ms")
 	row("per-turn git, 50k files, vs raw git", v("BenchmarkTurnCommit/50k", "spawn-ms"), v("BenchmarkTurnCommit/50k", "git-ms"), "ms")
