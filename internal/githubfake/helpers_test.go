@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/infinite-improbability-drive/spawn/internal/githubfake"
+	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 )
 
 // Identities of the fixture. alice opens pull requests; bob reviews them;
@@ -79,22 +80,6 @@ func git(t *testing.T, dir string, args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// numbered is a file of n lines "line 1" ... "line n".
-func numbered(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "line %d\n", i)
-	}
-	return b.String()
-}
-
-func writeFile(t *testing.T, dir, name, content string) {
-	t.Helper()
-	path := filepath.Join(dir, name)
-	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
-}
-
 // templateRepo is made once per test process: every fixture copies it
 // instead of running git init, add and commit again.
 var templateRepo string
@@ -116,7 +101,7 @@ func runWithTemplate(m *testing.M) (code int, err error) {
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 	for _, args := range [][]string{{"init", "--quiet", "--initial-branch=main"}, {"add", "."}, {"commit", "--quiet", "-m", "initial"}} {
 		if args[0] == "add" {
-			if err := os.WriteFile(filepath.Join(dir, "app.txt"), []byte(numbered(40)), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "app.txt"), []byte(testenv.Numbered(40)), 0o644); err != nil {
 				return 0, err
 			}
 			if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# app\n"), 0o644); err != nil {
@@ -152,7 +137,7 @@ func replaceLines(t *testing.T, dir string, lines ...int) {
 	for _, i := range lines {
 		all[i-1] = fmt.Sprintf("changed %d", i)
 	}
-	writeFile(t, dir, "app.txt", strings.Join(all, "\n")+"\n")
+	testenv.WriteFile(t, dir, "app.txt", strings.Join(all, "\n")+"\n")
 }
 
 // featureBranch commits changes to app.txt lines 5 and 30 (two hunks) and
@@ -161,7 +146,7 @@ func (f *fixture) featureBranch(t *testing.T) string {
 	t.Helper()
 	git(t, f.local, "checkout", "--quiet", "-b", "feature")
 	replaceLines(t, f.local, 5, 30)
-	writeFile(t, f.local, "new.txt", "one\ntwo\nthree\n")
+	testenv.WriteFile(t, f.local, "new.txt", "one\ntwo\nthree\n")
 	git(t, f.local, "add", ".")
 	git(t, f.local, "commit", "--quiet", "-m", "feature: change app.txt, add new.txt")
 	f.push(t, "feature")

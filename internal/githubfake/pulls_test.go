@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-github/v60/github"
+	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -96,7 +97,7 @@ func TestDraftPullRequestFromAPushedBranch(t *testing.T) {
 	assert.Contains(t, diff, "+changed 30")
 
 	// # a later push moves the head; PATCH edits title and body
-	writeFile(t, f.local, "new.txt", "one\ntwo\nthree\nfour\n")
+	testenv.WriteFile(t, f.local, "new.txt", "one\ntwo\nthree\nfour\n")
 	git(t, f.local, "commit", "--quiet", "-am", "four")
 	f.push(t, "feature")
 	newHead := git(t, f.local, "rev-parse", "HEAD")

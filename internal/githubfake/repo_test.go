@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/infinite-improbability-drive/spawn/internal/githubfake"
+	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 )
 
 func TestCommitStatusesGateTheHead(t *testing.T) {
@@ -108,7 +109,7 @@ func TestListsPaginateWithLinkHeaders(t *testing.T) {
 	f := newFixture(t)
 	git(t, f.local, "checkout", "--quiet", "-b", "feature")
 	for i := 1; i <= 5; i++ {
-		writeFile(t, f.local, fmt.Sprintf("f%d.txt", i), "x\n")
+		testenv.WriteFile(t, f.local, fmt.Sprintf("f%d.txt", i), "x\n")
 	}
 	git(t, f.local, "add", ".")
 	git(t, f.local, "commit", "--quiet", "-m", "five files")

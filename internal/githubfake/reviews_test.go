@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-github/v60/github"
+	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -306,7 +307,7 @@ func TestACommentOnAChangedLineBecomesOutdated(t *testing.T) {
 	replaceLines(t, f.local, 5)
 	data := strings.Replace(readFile(t, f.local, "app.txt"), "line 20\n", "line 20\nextra a\nextra b\n", 1)
 	data = strings.Replace(data, "changed 5\n", "changed again 5\n", 1)
-	writeFile(t, f.local, "app.txt", data)
+	testenv.WriteFile(t, f.local, "app.txt", data)
 	git(t, f.local, "commit", "--quiet", "-am", "address review")
 	f.push(t, "feature")
 	newHead := git(t, f.local, "rev-parse", "HEAD")

@@ -220,3 +220,25 @@ func KillAtCleanup(t testing.TB, match func(cmdline string) bool) {
 		}
 	})
 }
+
+// WriteFile writes content to dir/name, making the folders it needs.
+func WriteFile(t testing.TB, dir, name, content string) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Numbered is a file's text of n lines, "line 1" to "line n": lines a diff
+// or a review comment can point at.
+func Numbered(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "line %d\n", i)
+	}
+	return b.String()
+}

@@ -56,7 +56,7 @@ func newFixture(t *testing.T, opts ...githubfake.RepoOption) *fixture {
 	require.NoError(t, srv.AddUser("carol", carolToken, githubfake.PermissionRead))
 	require.NoError(t, srv.AddUser("github-actions[bot]", botToken, githubfake.PermissionWrite, githubfake.ActionsToken()))
 	local := testenv.Repo(t)
-	writeFile(t, local, "app.txt", numbered(40))
+	testenv.WriteFile(t, local, "app.txt", testenv.Numbered(40))
 	testenv.Git(t, local, "add", ".")
 	testenv.Git(t, local, "commit", "--quiet", "-m", "app")
 	require.NoError(t, srv.AddRepo(owner, repoName, "main", append([]githubfake.RepoOption{githubfake.SeedFrom(local)}, opts...)...))
@@ -125,7 +125,7 @@ func (f *fixture) featureBranch(t *testing.T) string {
 	t.Helper()
 	testenv.Git(t, f.local, "checkout", "--quiet", "-b", "feature")
 	replaceLines(t, f.local, "app.txt", 5, 30)
-	writeFile(t, f.local, "new.txt", "one\ntwo\nthree\n")
+	testenv.WriteFile(t, f.local, "new.txt", "one\ntwo\nthree\n")
 	testenv.Git(t, f.local, "add", ".")
 	testenv.Git(t, f.local, "commit", "--quiet", "-m", "feature: change app.txt, add new.txt")
 	sha, err := Push(f.ctx, f.repo(), "origin", "feature")
@@ -179,21 +179,6 @@ func containsInt(list []int, n int) bool {
 	return false
 }
 
-func numbered(n int) string {
-	var b strings.Builder
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "line %d\n", i)
-	}
-	return b.String()
-}
-
-func writeFile(t *testing.T, dir, name, content string) {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-}
-
 func replaceLines(t *testing.T, dir, name string, lines ...int) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, name))
@@ -202,7 +187,7 @@ func replaceLines(t *testing.T, dir, name string, lines ...int) {
 	for _, i := range lines {
 		all[i-1] = fmt.Sprintf("changed %d", i)
 	}
-	writeFile(t, dir, name, strings.Join(all, "\n")+"\n")
+	testenv.WriteFile(t, dir, name, strings.Join(all, "\n")+"\n")
 }
 
 func fmtInt(n int) string { return fmt.Sprint(n) }

@@ -233,7 +233,7 @@ func TestThreadsReadEveryPage(t *testing.T) {
 	f := newFixture(t)
 	c := f.client(t, aliceToken)
 	testenv.Git(t, f.local, "checkout", "--quiet", "-b", "feature")
-	writeFile(t, f.local, "big.txt", numbered(120))
+	testenv.WriteFile(t, f.local, "big.txt", testenv.Numbered(120))
 	testenv.Git(t, f.local, "add", ".")
 	testenv.Git(t, f.local, "commit", "--quiet", "-m", "big")
 	head, err := Push(f.ctx, f.repo(), "origin", "feature")
