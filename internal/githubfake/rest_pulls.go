@@ -255,30 +255,26 @@ func getPull(c *call) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The diff and patch media types: the change since the merge base.
 	accept := c.r.Header.Get("Accept")
+	media, render := "", c.repo.git.diffText
 	switch {
 	case strings.Contains(accept, "diff"):
-		mb, err := c.repo.git.mergeBase(c.ctx, p.baseSHA, p.headSHA)
-		if err != nil {
-			return nil, err
-		}
-		text, err := c.repo.git.diffText(c.ctx, mb, p.headSHA)
-		if err != nil {
-			return nil, err
-		}
-		return &reply{status: http.StatusOK, raw: text, ctype: "application/vnd.github.diff; charset=utf-8"}, nil
+		media = "diff"
 	case strings.Contains(accept, "patch"):
-		mb, err := c.repo.git.mergeBase(c.ctx, p.baseSHA, p.headSHA)
-		if err != nil {
-			return nil, err
-		}
-		text, err := c.repo.git.formatPatch(c.ctx, mb, p.headSHA)
-		if err != nil {
-			return nil, err
-		}
-		return &reply{status: http.StatusOK, raw: text, ctype: "application/vnd.github.patch; charset=utf-8"}, nil
+		media, render = "patch", c.repo.git.formatPatch
+	default:
+		return ok(c.pullJSON(p, true)), nil
 	}
-	return ok(c.pullJSON(p, true)), nil
+	mb, err := c.repo.git.mergeBase(c.ctx, p.baseSHA, p.headSHA)
+	if err != nil {
+		return nil, err
+	}
+	text, err := render(c.ctx, mb, p.headSHA)
+	if err != nil {
+		return nil, err
+	}
+	return &reply{status: http.StatusOK, raw: text, ctype: "application/vnd.github." + media + "; charset=utf-8"}, nil
 }
 
 func updatePull(c *call) (*reply, error) {
