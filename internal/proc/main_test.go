@@ -37,7 +37,10 @@ func supervise(script string) int {
 		return 1
 	}
 	fmt.Printf("started %d\n", p.Pid())
-	_, _ = p.Wait()
+	if _, err := p.Wait(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return 0
 }
 
