@@ -58,11 +58,7 @@ func OpenAt(ctx context.Context, dir string, env []string, rev string) (r Repo, 
 	default:
 		return Repo{}, "", err
 	}
-	common := lines[1]
-	if !filepath.IsAbs(common) {
-		common = filepath.Join(dir, common)
-	}
-	r = Repo{Dir: lines[0], Env: env, common: filepath.Clean(common)}
+	r = Repo{Dir: lines[0], Env: env, common: from(dir, lines[1])}
 	if len(lines) > 2 {
 		sha = lines[2]
 	}
@@ -108,10 +104,7 @@ func (r Repo) CommonDir(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(r.Dir, dir)
-	}
-	return filepath.Clean(dir), nil
+	return from(r.Dir, dir), nil
 }
 
 // GitDir is the work tree's own git directory (absolute): .git/worktrees/<name>
@@ -120,10 +113,7 @@ func (r Repo) CommonDir(ctx context.Context) (string, error) {
 func (r Repo) GitDir(ctx context.Context) (string, error) {
 	b, err := os.ReadFile(filepath.Join(r.Dir, ".git"))
 	if dir, ok := strings.CutPrefix(strings.TrimRight(string(b), "\r\n"), "gitdir: "); err == nil && ok && dir != "" {
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(r.Dir, dir)
-		}
-		return filepath.Clean(dir), nil
+		return from(r.Dir, dir), nil
 	}
 	dir, err := r.Run(ctx, "rev-parse", "--absolute-git-dir")
 	if err != nil {
@@ -331,4 +321,12 @@ func (r Repo) DeleteBranch(ctx context.Context, name string) error {
 		return fmt.Errorf("delete branch: %w", err)
 	}
 	return nil
+}
+
+// from is path as git printed it in dir: absolute, cleaned.
+func from(dir, path string) string {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	return filepath.Clean(path)
 }
