@@ -190,7 +190,7 @@ func (r *run) commitsTouching(ctx context.Context, from, to, file string) (strin
 	if from == "" {
 		args[2] = to
 	}
-	out, err := r.sb.Tree.Run(ctx, args...)
+	out, err := r.sb.Repo.Run(ctx, args...)
 	if err != nil {
 		return "", r.sandboxError(err, "cannot list the fix commits")
 	}
