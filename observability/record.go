@@ -198,6 +198,18 @@ type Isolation struct {
 	Network string `json:"network"`
 	// Reason says why Mode is "none"; "" otherwise.
 	Reason string `json:"reason"`
+	// Limits are what each agent's process tree was held to, and how.
+	Limits Limits `json:"limits"`
+}
+
+// Limits are the limits of each agent's process tree: its processes,
+// memory and disk (0: no limit), and what enforced them ("cgroup v2",
+// "cgroup v1" or "rlimit").
+type Limits struct {
+	Processes   int    `json:"processes"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	DiskBytes   int64  `json:"disk_bytes"`
+	EnforcedBy  string `json:"enforced_by"`
 }
 
 // Question is a question the agent stopped with, and spawn's answer ("" when

@@ -68,7 +68,8 @@ func (r *run) Code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
 	if err != nil {
 		return team.Reply{}, errorf(KindInternal, err, "cannot confine the coder: %v", err)
 	}
-	who.env = env
+	defer r.closeCage(coder)
+	who.env, policy.Watch = env, coder.watch
 	prompt := r.withMessages(t.Prompt, t.Round)
 	sess, err := r.guarded(ctx, who, func() (*watcher.Session, error) {
 		return r.supervise(ctx, coder, who, runners.Turn{Prompt: prompt, Dir: r.sb.Path, Resume: t.Resume}, policy)
@@ -81,6 +82,14 @@ func (r *run) Code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	return reply, errors.Join(err, r.commitLeftovers(saveCtx, t.Round), r.recordError())
+}
+
+// closeCage removes an agent's cage once its session ended; a cage that
+// cannot be removed is a warning (its cgroup is left behind, empty).
+func (r *run) closeCage(a *confined) {
+	if err := a.cage.Close(); err != nil {
+		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot remove an agent's cgroup: %v", err)})
+	}
 }
 
 // coderPolicy is the watcher's policy for the coder, from the configuration
@@ -134,7 +143,8 @@ func (r *run) Review(ctx context.Context, t team.ReviewerTurn) (team.Reply, erro
 	if err != nil {
 		return team.Reply{}, errorf(KindInternal, err, "cannot confine the reviewer: %v", err)
 	}
-	who.env = env
+	defer r.closeCage(reviewer)
+	who.env, policy.Watch = env, reviewer.watch
 	sess, err := r.guarded(ctx, who, func() (*watcher.Session, error) {
 		return r.supervise(ctx, reviewer, who, runners.Turn{Prompt: t.Prompt, Dir: r.sb.Path, Resume: t.Resume}, policy)
 	})
@@ -380,6 +390,11 @@ func (r *run) classify(sess *watcher.Session, cli string) error {
 	case watcher.StopToolTimeout:
 		return errorf(KindTimeout, nil, "%s's tool call %q printed nothing for the tool timeout (tool_timeout = %s) and was stopped; if the command needs longer, raise tool_timeout in [spawn] of spawn-team.toml (or SPAWN_TOOL_TIMEOUT); its work is committed on the sandbox branch",
 			cli, oneLine(out.Tool), r.opts.Config.Spawn.ToolTimeout)
+	case watcher.StopMaxProcesses, watcher.StopMaxMemory, watcher.StopMaxDisk:
+		what := out.Limit
+		key := map[watcher.StopReason]string{watcher.StopMaxProcesses: "max_processes", watcher.StopMaxMemory: "max_memory", watcher.StopMaxDisk: "max_disk"}[sess.Stopped]
+		return errorf(KindBudget, nil, "%s reached the sandbox's %s limit (%s) and was stopped; if the work needs more, raise %s in [sandbox] of your spawn-team.toml; its work is committed on the sandbox branch",
+			cli, key, what, key)
 	case watcher.StopMaxCost:
 		return errorf(KindBudget, nil, "%s reached the run's cost budget (max_cost_usd = $%g for the coder and the reviewers together, about $%.4f spent) and was stopped; its work is committed on the sandbox branch",
 			cli, r.opts.Config.Spawn.MaxCostUSD, r.spend.total())

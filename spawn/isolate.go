@@ -61,8 +61,10 @@ type confinement struct {
 	sessions string
 	restored bool
 
-	mu   sync.Mutex
-	keys map[string]string // seat -> its relay key
+	limits isolation.Limits // each agent's process tree's
+	mu     sync.Mutex
+	keys   map[string]string // seat -> its relay key
+	cages  int               // cages made, naming them
 }
 
 // confine sets up a run's confinement once its sandbox exists: the relay
@@ -72,7 +74,7 @@ type confinement struct {
 func confine(ctx context.Context, opts Options, report isolation.Report, sb *sandbox.Sandbox, dir runs.Paths, spent func(relay.Usage), allow func() error) (c *confinement, err error) {
 	id := dir.ID
 	c = &confinement{report: report, network: opts.Config.Sandbox.Network.Effective(report.Mode), userEnv: opts.Env, sb: sb, exe: sb.Exe,
-		inbox: dir.Inbox(), sessions: filepath.Join(dir.Dir, sessionsName), keys: map[string]string{}}
+		inbox: dir.Inbox(), sessions: filepath.Join(dir.Dir, sessionsName), keys: map[string]string{}, limits: opts.Config.Sandbox.Limits()}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.close())
@@ -253,7 +255,13 @@ func (c *confinement) close() error {
 
 // record is the isolation the record states.
 func (c *confinement) record() *observability.Isolation {
-	return &observability.Isolation{Mode: string(c.report.Mode), Network: string(c.network), Reason: c.report.Reason}
+	probe := isolation.NewCage(filepath.Base(c.root)+"-probe", c.limits, nil)
+	enforced := probe.Enforced()
+	if err := probe.Close(); err != nil {
+		enforced = isolation.EnforcedRlimit
+	}
+	return &observability.Isolation{Mode: string(c.report.Mode), Network: string(c.network), Reason: c.report.Reason,
+		Limits: observability.Limits{Processes: c.limits.Processes, MemoryBytes: c.limits.Memory, DiskBytes: c.limits.Disk, EnforcedBy: string(enforced)}}
 }
 
 // private makes (if need be) and returns an agent's private directory
@@ -300,7 +308,7 @@ func (c *confinement) writeControl(name string, data []byte) (string, error) {
 // toolchains, its CLI's install, the user's objects, this binary (its
 // hooks), the inbox's messages and its hook settings; and sees nothing
 // else of the host.
-func (c *confinement) coder(claude *runners.Claude, binds coderBinds) (watcher.Agent, []string, error) {
+func (c *confinement) coder(claude *runners.Claude, binds coderBinds) (*confined, []string, error) {
 	dir, err := c.private("coder")
 	if err != nil {
 		return nil, nil, err
@@ -316,17 +324,19 @@ func (c *confinement) coder(claude *runners.Claude, binds coderBinds) (watcher.A
 	if err != nil {
 		return nil, nil, err
 	}
+	agent := c.caged(claude, "coder", c.sb.Path, dir)
 	env := isolation.AgentEnv(c.userEnv,
 		"HOME="+home, "TMPDIR="+filepath.Join(dir, "tmp"), "CLAUDE_CONFIG_DIR="+cfgDir,
 		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
 		"GOCACHE="+filepath.Join(dir, "gocache"),
 		"ANTHROPIC_BASE_URL="+c.relay.URL(routeAnthropic), "ANTHROPIC_API_KEY="+key)
 	if c.report.Mode != isolation.ModeBwrap {
-		return claude, env, nil
+		return agent, env, nil
 	}
 	spec := c.spec(env, claude.Bin, []string{c.sb.Path, dir, binds.delivered}, c.sb.Objects)
 	spec.ReadOnly = append(spec.ReadOnly, binds.readOnly()...)
-	return confined{Agent: claude, spec: spec, conf: c}, env, nil
+	agent.spec = &spec
+	return agent, env, nil
 }
 
 // reviewer returns a reviewer seat's agent, confined, and its
@@ -334,23 +344,26 @@ func (c *confinement) coder(claude *runners.Claude, binds coderBinds) (watcher.A
 // (whose home is the seat's GEMINI_CLI_HOME), the relay's gemini route as
 // its API with a key for this seat alone. Under bubblewrap it writes
 // nothing but its private directory and reads the worktree read-only.
-func (c *confinement) reviewer(gemini *runners.Gemini, seat string) (watcher.Agent, []string, error) {
-	dir, err := c.private("reviewer-" + seat)
+func (c *confinement) reviewer(gemini *runners.Gemini, seat string) (*confined, []string, error) {
+	dir, err := c.private(seat)
 	if err != nil {
 		return nil, nil, err
 	}
 	home := filepath.Join(dir, "home")
-	key, err := c.grant(routeGemini, "reviewer-"+seat)
+	key, err := c.grant(routeGemini, seat)
 	if err != nil {
 		return nil, nil, err
 	}
+	agent := c.caged(gemini, seat, dir)
 	env := isolation.AgentEnv(c.userEnv, "HOME="+home, "TMPDIR="+filepath.Join(dir, "tmp"),
 		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
 		"GOOGLE_GEMINI_BASE_URL="+c.relay.URL(routeGemini), "GEMINI_API_KEY="+key)
 	if c.report.Mode != isolation.ModeBwrap {
-		return gemini, env, nil
+		return agent, env, nil
 	}
-	return confined{Agent: gemini, spec: c.spec(env, gemini.Bin, []string{dir}, append([]string{c.sb.Path}, c.sb.Objects...)), conf: c}, env, nil
+	spec := c.spec(env, gemini.Bin, []string{dir}, append([]string{c.sb.Path}, c.sb.Objects...))
+	agent.spec = &spec
+	return agent, env, nil
 }
 
 // spec is the bubblewrap sandbox of one agent whose CLI is bin: the
@@ -430,21 +443,39 @@ func (j specJail) Confine(c proc.Cmd) proc.Cmd {
 	return j.spec.Confine(c)
 }
 
-// confined is an agent whose commands run under bubblewrap.
+// caged is agent in a new cage of the run's limits, watching the
+// filesystems of writable; named seat.
+func (c *confinement) caged(agent watcher.Agent, seat string, writable ...string) *confined {
+	c.mu.Lock()
+	c.cages++
+	name := fmt.Sprintf("%s-%d", filepath.Base(c.root), c.cages)
+	c.mu.Unlock()
+	return &confined{Agent: agent, cage: isolation.NewCage(name, c.limits, writable), conf: c}
+}
+
+// confined is an agent held in its cage, and, under bubblewrap, whose
+// commands run in its sandbox.
 type confined struct {
 	watcher.Agent
-	spec isolation.Spec
+	spec *isolation.Spec // nil without bubblewrap
+	cage *isolation.Cage
 	conf *confinement
 }
 
-// Command is the agent's command for t, wrapped in bwrap (and, with the
-// model-only network, in the bridge to the relay).
-func (c confined) Command(t runners.Turn) (runners.Command, error) {
+// Command is the agent's command for t, in its cage, wrapped in bwrap
+// (and, with the model-only network, in the bridge to the relay). The
+// cage's marks are taken: its limits count from this process's start.
+func (c *confined) Command(t runners.Turn) (runners.Command, error) {
 	cmd, err := c.Agent.Command(t)
 	if err != nil {
 		return cmd, err
 	}
-	spec := c.spec
+	cmd.Cage = c.cage.Proc()
+	c.cage.Mark()
+	if c.spec == nil {
+		return cmd, nil
+	}
+	spec := *c.spec
 	if c.conf.sockDir != "" {
 		var argv []string
 		spec, argv = isolation.Bridged(spec, c.conf.exe, filepath.Join(c.conf.sockDir, "relay.sock"), c.conf.relay.Port(),
@@ -452,6 +483,21 @@ func (c confined) Command(t runners.Turn) (runners.Command, error) {
 		cmd.Path, cmd.Args = argv[0], argv[1:]
 	}
 	return spec.Wrap(cmd), nil
+}
+
+// watch is the session's watcher.Policy.Watch: the limit of the cage its
+// agent reached, if any, and what reached it.
+func (c *confined) watch() (watcher.StopReason, string) {
+	what, detail := c.cage.Check()
+	switch what {
+	case isolation.ExceededProcesses:
+		return watcher.StopMaxProcesses, detail
+	case isolation.ExceededMemory:
+		return watcher.StopMaxMemory, detail
+	case isolation.ExceededDisk:
+		return watcher.StopMaxDisk, detail
+	}
+	return "", ""
 }
 
 func fileExists(p string) bool {

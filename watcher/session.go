@@ -40,6 +40,9 @@ type Policy struct {
 	// Options.ToolTimeout); 0 leaves tool calls under IdleTimeout.
 	ToolTimeout time.Duration
 	Grace       time.Duration
+	// Watch is each process's Options.Watch: the limits of the agent's
+	// process tree (its processes, memory and disk).
+	Watch func() (StopReason, string)
 }
 
 // DefaultAnswer is what an unattended agent is told when it asks a question.
@@ -155,7 +158,7 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 			turn.MaxTurns = max(p.MaxTurns-s.Turns, 1)
 		}
 		turn.Allow = allow
-		opts := Options{Env: hooks.Env, Redactor: hooks.Redactor, IdleTimeout: p.IdleTimeout, ToolTimeout: p.ToolTimeout, Grace: p.Grace, Hurry: hooks.Hurry}
+		opts := Options{Env: hooks.Env, Redactor: hooks.Redactor, IdleTimeout: p.IdleTimeout, ToolTimeout: p.ToolTimeout, Grace: p.Grace, Hurry: hooks.Hurry, Watch: p.Watch}
 		if !deadline.IsZero() {
 			opts.TotalTimeout = max(time.Until(deadline), time.Millisecond)
 		}

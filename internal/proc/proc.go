@@ -48,6 +48,23 @@ type Cmd struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Cage, for an agent (Start), is what its reaper does before it starts
+	// the agent, so that the agent and everything it starts inherit it:
+	// join cgroups, set resource limits. Nil does neither.
+	Cage *Cage
+}
+
+// Cage is where an agent's process tree is held: the cgroup directories
+// its reaper joins (their cgroup.procs), and the resource limits it sets.
+type Cage struct {
+	Cgroups []string `json:"cgroups,omitempty"`
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+}
+
+// Rlimit is one resource limit (setrlimit), soft and hard alike.
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Limit    uint64 `json:"limit"`
 }
 
 // ExitError is returned by Run when the command ran and exited non-zero.

@@ -74,6 +74,35 @@ type Sandbox struct {
 	// Network is auto (model-only under bubblewrap, open without it), open,
 	// or model-only: the agents reach nothing but the run's model relay.
 	Network isolation.Network `toml:"network"`
+	// MaxProcesses, MaxMemory and MaxDisk bound each agent's process tree:
+	// the processes it holds at once, its memory, and what it writes (of
+	// its filesystems' free space); 0 is no limit. An agent that reaches
+	// one is stopped, its work kept.
+	MaxProcesses int  `toml:"max_processes"`
+	MaxMemory    Size `toml:"max_memory"`
+	MaxDisk      Size `toml:"max_disk"`
+}
+
+// Size is a number of bytes, written in a file as "8GiB", "512MiB" or a
+// plain integer.
+type Size int64
+
+// UnmarshalText reads a size with its unit.
+func (s *Size) UnmarshalText(b []byte) error {
+	n, err := isolation.ParseSize(string(b))
+	if err != nil {
+		return err
+	}
+	*s = Size(n)
+	return nil
+}
+
+// MarshalText writes the size in binary units.
+func (s Size) MarshalText() ([]byte, error) { return []byte(isolation.Size(int64(s))), nil }
+
+// Limits are the sandbox's per-agent limits.
+func (s Sandbox) Limits() isolation.Limits {
+	return isolation.Limits{Processes: s.MaxProcesses, Memory: int64(s.MaxMemory), Disk: int64(s.MaxDisk)}
 }
 
 // Team configures the orchestrator.
@@ -171,7 +200,8 @@ func Default() Config {
 			Gemini: Runner{Command: "gemini", Model: "gemini-2.5-pro", ApprovalMode: "default", MaxRetries: 2,
 				AllowedTools: []string{"list_directory", "read_file", "grep_search", "glob"}, ExcludedTools: []string{}},
 		},
-		Sandbox: Sandbox{Isolation: isolation.ModeAuto, Network: isolation.NetworkAuto},
+		Sandbox: Sandbox{Isolation: isolation.ModeAuto, Network: isolation.NetworkAuto,
+			MaxProcesses: 4096, MaxMemory: 8 << 30, MaxDisk: 20 << 30},
 		GitHub:  GitHub{Remote: "origin", Draft: true, MinWriteInterval: time.Second, TrustedAuthors: []string{}},
 	}
 }
@@ -523,6 +553,12 @@ func (c Config) Validate() error {
 		return bad("sandbox.isolation", "%v", validErr(isolation.ParseMode(string(c.Sandbox.Isolation))))
 	case validErr(isolation.ParseNetwork(string(c.Sandbox.Network))) != nil:
 		return bad("sandbox.network", "%v", validErr(isolation.ParseNetwork(string(c.Sandbox.Network))))
+	case c.Sandbox.MaxProcesses < 0:
+		return bad("sandbox.max_processes", "must not be negative (0 means no limit)")
+	case c.Sandbox.MaxMemory < 0:
+		return bad("sandbox.max_memory", "must not be negative (0 means no limit)")
+	case c.Sandbox.MaxDisk < 0:
+		return bad("sandbox.max_disk", "must not be negative (0 means no limit)")
 	case c.Sandbox.Network == isolation.NetworkModelOnly && c.Sandbox.Isolation == isolation.ModeNone:
 		return bad("sandbox.network", "model-only needs the bubblewrap sandbox; set sandbox.isolation to auto or bwrap")
 	case c.Runners.Gemini.Model == "":

@@ -107,6 +107,22 @@ func tighten(before, after Config, md toml.MetaData, path string) (Config, []str
 			*b.asked = *b.before
 		}
 	}
+	for _, b := range []struct {
+		key           string
+		asked, before *int64
+	}{
+		{"sandbox.max_memory", (*int64)(&after.Sandbox.MaxMemory), (*int64)(&before.Sandbox.MaxMemory)},
+		{"sandbox.max_disk", (*int64)(&after.Sandbox.MaxDisk), (*int64)(&before.Sandbox.MaxDisk)},
+	} {
+		if defined(b.key) && *b.before > 0 && (*b.asked <= 0 || *b.asked > *b.before) {
+			note(b.key, isolation.Size(*b.asked), isolation.Size(*b.before), "raise a limit")
+			*b.asked = *b.before
+		}
+	}
+	if defined("sandbox.max_processes") && before.Sandbox.MaxProcesses > 0 && (after.Sandbox.MaxProcesses <= 0 || after.Sandbox.MaxProcesses > before.Sandbox.MaxProcesses) {
+		note("sandbox.max_processes", after.Sandbox.MaxProcesses, before.Sandbox.MaxProcesses, "raise a limit")
+		after.Sandbox.MaxProcesses = before.Sandbox.MaxProcesses
+	}
 	if defined("spawn.max_turns") && before.Spawn.MaxTurns > 0 && (after.Spawn.MaxTurns <= 0 || after.Spawn.MaxTurns > before.Spawn.MaxTurns) {
 		note("spawn.max_turns", after.Spawn.MaxTurns, before.Spawn.MaxTurns, "raise the budget")
 		after.Spawn.MaxTurns = before.Spawn.MaxTurns

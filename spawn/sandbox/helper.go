@@ -153,12 +153,20 @@ func serve(ctx context.Context, req helperRequest) (ans helperAnswer, pack *proc
 	if req.Mode != modeSave {
 		return ans, nil, nil
 	}
-	if len(st.Paths) > 0 {
+	paths := st.Paths
+	if req.Mode == modeSave {
+		var big []string
+		paths, big = withoutBig(dir, paths)
+		for _, b := range big {
+			ans.Leftovers = append(ans.Leftovers, fmt.Sprintf("%s is larger than %s, which spawn does not commit by itself; it stays in %s", b, sizeText(maxAutoCommit), dir))
+		}
+	}
+	if len(paths) > 0 {
 		committer := repo
 		if req.Name != "" && req.Email != "" {
 			committer.Config = append(append([]string(nil), repo.Config...), "user.name="+req.Name, "user.email="+req.Email)
 		}
-		sha, err := committer.CommitPaths(ctx, req.Message, st.Paths)
+		sha, err := committer.CommitPaths(ctx, req.Message, paths)
 		if err != nil {
 			return ans, nil, err
 		}
@@ -182,6 +190,26 @@ func serve(ctx context.Context, req helperRequest) (ans helperAnswer, pack *proc
 		Dir: dir, Env: repo.Env, Stdin: strings.NewReader(revs)}
 	return ans, &c, nil
 }
+
+// maxAutoCommit is the largest file spawn commits by itself: a bigger one
+// is more likely a runaway output than work, and committing it would copy
+// it twice more (the coder's store, the user's repository).
+const maxAutoCommit = 64 << 20
+
+// withoutBig splits paths into those spawn commits and the files (in dir)
+// larger than maxAutoCommit.
+func withoutBig(dir string, paths []string) (keep, big []string) {
+	for _, p := range paths {
+		if fi, err := os.Lstat(filepath.Join(dir, p)); err == nil && fi.Mode().IsRegular() && fi.Size() > maxAutoCommit {
+			big = append(big, p)
+			continue
+		}
+		keep = append(keep, p)
+	}
+	return keep, big
+}
+
+func sizeText(n int64) string { return fmt.Sprintf("%dMiB", n>>20) }
 
 func hardenedArgs(r git.Repo) []string {
 	var out []string
