@@ -19,10 +19,15 @@ import (
 )
 
 // agentBinary finds an agent CLI in the PATH of env, or says how to get it.
+// Its folder is given without links (a sandbox shows the real one, not a
+// link to it: agents/node_modules may be one).
 func agentBinary(cli, command, npmPackage string, env []string) (string, error) {
 	bin, err := proc.LookPath(command, env)
 	if err != nil {
 		return "", errorf(KindMissingCLI, err, "the %s CLI (%s) was not found; install it with `npm install -g %s` or set runners.%s.command", cli, command, npmPackage, cli)
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(bin)); err == nil {
+		bin = filepath.Join(dir, filepath.Base(bin))
 	}
 	return bin, nil
 }
