@@ -62,6 +62,7 @@ type confinement struct {
 	restored bool
 
 	limits isolation.Limits // each agent's process tree's
+	cache  string           // the coder's toolchain caches (isolation.CacheDir); "" for a private one
 	mu     sync.Mutex
 	keys   map[string]string // seat -> its relay key
 	cages  int               // cages made, naming them
@@ -94,6 +95,13 @@ func confine(ctx context.Context, opts Options, report isolation.Report, sb *san
 	}
 	if c.root, err = os.MkdirTemp(proc.Getenv(opts.Env, "TMPDIR"), "spawn-agents-"+id+"-"); err != nil {
 		return c, fmt.Errorf("create the agents' private directory: %w", err)
+	}
+	common, err := sb.Repo.CommonDir(ctx)
+	if err != nil {
+		return c, fmt.Errorf("find the repository's git directory: %w", err)
+	}
+	if c.cache, err = isolation.CacheDir(opts.Env, opts.Config.Sandbox.Cache, common); err != nil {
+		return c, err
 	}
 	c.control = filepath.Join(c.root, "control")
 	if err := os.Mkdir(c.control, 0o700); err != nil {
@@ -325,18 +333,51 @@ func (c *confinement) coder(claude *runners.Claude, binds coderBinds) (*confined
 		return nil, nil, err
 	}
 	agent := c.caged(claude, "coder", c.sb.Path, dir)
-	env := isolation.AgentEnv(c.userEnv,
+	env := isolation.AgentEnv(c.userEnv, append(c.caches(dir),
 		"HOME="+home, "TMPDIR="+filepath.Join(dir, "tmp"), "CLAUDE_CONFIG_DIR="+cfgDir,
 		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
-		"GOCACHE="+filepath.Join(dir, "gocache"),
-		"ANTHROPIC_BASE_URL="+c.relay.URL(routeAnthropic), "ANTHROPIC_API_KEY="+key)
+		"ANTHROPIC_BASE_URL="+c.relay.URL(routeAnthropic), "ANTHROPIC_API_KEY="+key)...)
 	if c.report.Mode != isolation.ModeBwrap {
 		return agent, env, nil
 	}
-	spec := c.spec(env, claude.Bin, []string{c.sb.Path, dir, binds.delivered}, c.sb.Objects)
+	spec := c.spec(env, claude.Bin, []string{c.sb.Path, dir, binds.delivered, c.cache}, c.sb.Objects)
 	spec.ReadOnly = append(spec.ReadOnly, binds.readOnly()...)
 	agent.spec = &spec
 	return agent, env, nil
+}
+
+// caches are the coder's toolchain cache variables: the caches spawn
+// keeps (c.cache), else private ones in the agent's directory dir; and the
+// user's Go module cache, read-only in the sandbox, when there is one.
+func (c *confinement) caches(dir string) []string {
+	var env []string
+	for _, cd := range isolation.CacheDirs {
+		root := c.cache
+		if root == "" {
+			root = filepath.Join(dir, "cache")
+		}
+		env = append(env, cd.Var+"="+filepath.Join(root, cd.Dir))
+	}
+	if mod := goModCache(c.userEnv); mod != "" {
+		env = append(env, "GOMODCACHE="+mod)
+	}
+	return env
+}
+
+// goModCache is the user's Go module cache, "" when there is none.
+func goModCache(env []string) string {
+	mod := proc.Getenv(env, "GOMODCACHE")
+	if mod == "" {
+		gopath := proc.Getenv(env, "GOPATH")
+		if gopath == "" {
+			gopath = filepath.Join(proc.Getenv(env, "HOME"), "go")
+		}
+		mod = filepath.Join(filepath.SplitList(gopath)[0], "pkg", "mod")
+	}
+	if !filepath.IsAbs(mod) || !fileExists(mod) {
+		return ""
+	}
+	return mod
 }
 
 // reviewer returns a reviewer seat's agent, confined, and its

@@ -81,6 +81,11 @@ type Sandbox struct {
 	MaxProcesses int  `toml:"max_processes"`
 	MaxMemory    Size `toml:"max_memory"`
 	MaxDisk      Size `toml:"max_disk"`
+	// Cache is where the coder's toolchain caches (Go's build cache, npm's,
+	// pip's) live: "repository" (kept by spawn for each repository, shared
+	// by its runs), "shared" (one for all of the user's repositories) or
+	// "none" (fresh for every agent). Never the user's own caches.
+	Cache isolation.Cache `toml:"cache"`
 }
 
 // Size is a number of bytes, written in a file as "8GiB", "512MiB" or a
@@ -201,7 +206,7 @@ func Default() Config {
 				AllowedTools: []string{"list_directory", "read_file", "grep_search", "glob"}, ExcludedTools: []string{}},
 		},
 		Sandbox: Sandbox{Isolation: isolation.ModeAuto, Network: isolation.NetworkAuto,
-			MaxProcesses: 4096, MaxMemory: 8 << 30, MaxDisk: 20 << 30},
+			MaxProcesses: 4096, MaxMemory: 8 << 30, MaxDisk: 20 << 30, Cache: isolation.CacheRepository},
 		GitHub:  GitHub{Remote: "origin", Draft: true, MinWriteInterval: time.Second, TrustedAuthors: []string{}},
 	}
 }
@@ -553,6 +558,8 @@ func (c Config) Validate() error {
 		return bad("sandbox.isolation", "%v", validErr(isolation.ParseMode(string(c.Sandbox.Isolation))))
 	case validErr(isolation.ParseNetwork(string(c.Sandbox.Network))) != nil:
 		return bad("sandbox.network", "%v", validErr(isolation.ParseNetwork(string(c.Sandbox.Network))))
+	case validErr(isolation.ParseCache(string(c.Sandbox.Cache))) != nil:
+		return bad("sandbox.cache", "%v", validErr(isolation.ParseCache(string(c.Sandbox.Cache))))
 	case c.Sandbox.MaxProcesses < 0:
 		return bad("sandbox.max_processes", "must not be negative (0 means no limit)")
 	case c.Sandbox.MaxMemory < 0:
@@ -629,6 +636,7 @@ var envVars = []struct {
 	{"SPAWN_GEMINI_MODEL", "runners.gemini.model", func(c *Config, v string) error { c.Runners.Gemini.Model = v; return nil }},
 	{"SPAWN_ISOLATION", "sandbox.isolation", func(c *Config, v string) error { c.Sandbox.Isolation = isolation.Mode(v); return nil }},
 	{"SPAWN_NETWORK", "sandbox.network", func(c *Config, v string) error { c.Sandbox.Network = isolation.Network(v); return nil }},
+	{"SPAWN_CACHE", "sandbox.cache", func(c *Config, v string) error { c.Sandbox.Cache = isolation.Cache(v); return nil }},
 }
 
 func intSetter(field func(*Config) *int) func(*Config, string) error {

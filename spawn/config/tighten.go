@@ -34,6 +34,9 @@ func tighten(before, after Config, md toml.MetaData, path string) (Config, []str
 	net, netBefore := string(after.Sandbox.Network), string(before.Sandbox.Network)
 	rank("sandbox.network", &net, &netBefore, []string{"open", "auto", "model-only"}, "open the agents' network")
 	after.Sandbox.Network = isolation.Network(net)
+	cache, cacheBefore := string(after.Sandbox.Cache), string(before.Sandbox.Cache)
+	rank("sandbox.cache", &cache, &cacheBefore, []string{"shared", "repository", "none"}, "share the coder's caches more widely")
+	after.Sandbox.Cache = isolation.Cache(cache)
 	// claude's permission modes from the loosest to the strictest.
 	rank("permissions.mode", &after.Permissions.Mode, &before.Permissions.Mode, []string{"auto", "acceptEdits", "default", "dontAsk", "plan"}, "let the coder do more without asking")
 	rank("runners.gemini.approval_mode", &after.Runners.Gemini.ApprovalMode, &before.Runners.Gemini.ApprovalMode, []string{"auto_edit", "default", "plan"}, "let the reviewer write")
