@@ -237,7 +237,11 @@ func (h *hub) update(root int64, change func(*observability.GitHubThread)) obser
 	}
 	change(t)
 	c := *t
-	c.Replies = slices.Clone(t.Replies)
+	c.Replies = make([]observability.ThreadReply, len(t.Replies))
+	for i, rep := range t.Replies {
+		rep.Commits = append([]string{}, rep.Commits...)
+		c.Replies[i] = rep
+	}
 	return c
 }
 

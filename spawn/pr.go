@@ -301,6 +301,10 @@ func (r *run) unverified(ctx context.Context, round int, check []thread, said ma
 		}
 		a, ok := said[t.finding.ID]
 		body := fmt.Sprintf("Changed in %s (%s).\n\n%s", shortList(commits), why, coderWords(a, ok))
+		if sha == head {
+			commits = nil
+			body = fmt.Sprintf("Not changed: the coder's turn changed no file (%s).\n\n%s", why, coderWords(a, ok))
+		}
 		m := github.Marker{Run: r.rec.ID, Round: round, Seat: "unverified", Finding: t.finding.ID}
 		if err := r.replyInThread(ctx, h.client, t.Root().ID, m, threadReply{kind: observability.ReplyUnverified, round: round, commits: commits,
 			body: body, state: observability.ThreadUnverified}); err != nil {
@@ -447,7 +451,11 @@ func (r *run) checkFix(ctx context.Context, round int, check []thread, said map[
 		if !more {
 			then = fmt.Sprintf("spawn stops here ([spawn-team] max_iterations = %d): it is left for a person.", r.opts.Config.Team.MaxIterations)
 		}
-		body := fmt.Sprintf("Still open after spawn's check round %d (at %s, the coder's change: %s): %s\n\n%s", round, shortSHA(sha), shortList(commits), detail, then)
+		change := "the coder's change: " + shortList(commits)
+		if sha == head {
+			change = "the coder changed nothing"
+		}
+		body := fmt.Sprintf("Still open after spawn's check round %d (at %s, %s): %s\n\n%s\n\n%s", round, shortSHA(sha), change, detail, coderWords(a, ok), then)
 		m := github.Marker{Run: r.rec.ID, Round: round, Seat: "still-open", Finding: t.finding.ID}
 		if err := r.replyInThread(ctx, h.client, t.Root().ID, m, threadReply{kind: observability.ReplyStillOpen, round: round,
 			body: body, state: observability.ThreadOpen}); err != nil {

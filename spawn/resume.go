@@ -101,12 +101,12 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 			return nil, team.Progress{}, err
 		}
 	}
+	if rec.Mode == observability.ModePR {
+		return nil, team.Progress{}, errorf(KindNotImplemented, nil, "run %s is a spawn pr run, which spawn resume cannot continue; its replies are on the pull request and its commits on its branch: spawn pr %d takes up the threads still open", dir.ID, prNumberOf(rec))
+	}
 	from := team.ProgressOf(rec)
 	if err := team.Continuable(rec.Mode, from); err != nil {
 		return nil, team.Progress{}, errorf(KindUsage, err, "run %s has %v; start a new run with spawn run", dir.ID, err)
-	}
-	if rec.Mode == observability.ModePR {
-		return nil, team.Progress{}, errorf(KindNotImplemented, nil, "run %s is a spawn pr run, which spawn resume cannot continue; its replies are on the pull request and its commits on its branch: spawn pr %d takes up the threads still open", dir.ID, prNumberOf(rec))
 	}
 	if rec.Mode == observability.ModeGitHub {
 		return nil, team.Progress{}, errorf(KindNotImplemented, nil, "run %s is in github mode, which spawn resume cannot continue yet; its branch and pull request keep the work: spawn pr <number> fixes the open review threads", dir.ID)
