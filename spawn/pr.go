@@ -49,8 +49,9 @@ type thread struct {
 // untrusted author, outdated, already resolved, spawn's own) with their
 // ids, author, file and line and why, never their text, which reaches no
 // prompt. The verdict is approved when the reviewer confirmed every
-// thread, changes_requested when one is still open or was declined, none
-// without verify_fixes. Bad input (no token, no such pull request, a
+// thread and found no critical or high problem in the change,
+// changes_requested when a thread is still open or was declined (or the
+// change has such a problem), none without verify_fixes. Bad input (no token, no such pull request, a
 // fork, nothing to address) creates nothing.
 func FixPR(ctx context.Context, opts PROptions, sink Sink) (*observability.Record, error) {
 	if opts.Now == nil {
@@ -276,7 +277,7 @@ func (r *run) fixPR(ctx context.Context, threads []thread, skipped []observabili
 			return verdict, err
 		}
 		switch {
-		case len(next) == 0 && declined:
+		case len(next) == 0 && (declined || verdict != observability.VerdictApproved):
 			return observability.VerdictChangesRequested, nil
 		case len(next) == 0:
 			return observability.VerdictApproved, nil
@@ -346,7 +347,10 @@ func (r *run) resolvePersons(ctx context.Context, round int, t thread, sha, why 
 // <commits>" with the check round when the reviewer confirms it, what is
 // still open otherwise (and whether the coder gets another turn: more).
 // It returns the threads still open, each with the reviewer's word added
-// for the coder. A reviewer answer that cannot be used, even after a
+// for the coder, and the check's verdict: approved when every thread is
+// confirmed and the reviewer reports no critical or high problem the
+// change introduces (those are recorded, not sent back to the coder:
+// spawn pr addresses people's threads). A reviewer answer that cannot be used, even after a
 // repair turn, is review_failed: each thread is answered with its commits,
 // unverified.
 func (r *run) checkFix(ctx context.Context, round int, check []thread, said map[string]prompts.Attribution, coderSaid, head, sha string, more bool) ([]thread, observability.Verdict, error) {
@@ -397,15 +401,17 @@ func (r *run) checkFix(ctx context.Context, round int, check []thread, said map[
 	}
 	open := map[string]string{} // thread finding id -> what the reviewer says is still open
 	var fresh []observability.Finding
+	blocking := false
 	for _, f := range rev.Findings {
 		t, ok := threadOf(check, f)
 		if !ok {
+			blocking = blocking || f.Severity.Blocking()
 			fresh = append(fresh, observability.Finding{ID: f.ID, Severity: f.Severity, Domain: f.Domain, File: f.File, Line: f.Line,
 				Title: f.Title, Detail: f.Detail, Suggestion: f.Suggestion, Status: observability.FindingOpen})
 			continue
 		}
 		if !confirmed[t.finding.ID] {
-			open[t.finding.ID] = strings.TrimSpace(strings.TrimSpace(open[t.finding.ID] + " " + f.Detail))
+			open[t.finding.ID] = strings.TrimSpace(open[t.finding.ID] + " " + f.Detail)
 		}
 	}
 	for _, t := range check {
@@ -465,7 +471,7 @@ func (r *run) checkFix(ctx context.Context, round int, check []thread, said map[
 		next = append(next, t)
 	}
 	verdict := observability.VerdictApproved
-	if len(next) > 0 {
+	if len(next) > 0 || blocking {
 		verdict = observability.VerdictChangesRequested
 	}
 	return next, verdict, nil
