@@ -176,7 +176,7 @@ func (r *run) AfterCode(ctx context.Context, round int, said []prompts.Attributi
 		if !ok || a.Action != observability.CoderDeclined {
 			continue // a finding in a review's body has no thread; a fix is named once verified
 		}
-		m := github.Marker{Run: r.rec.ID, Round: round, Seat: "declined", Finding: a.FindingID}
+		m := github.Marker{Run: r.rec.ID, Round: round, Seat: string(observability.ReplyDeclined), Finding: a.FindingID}
 		if err := r.replyInThread(ctx, h.client, root, m, threadReply{kind: observability.ReplyDeclined, round: round,
 			body: "Declined: " + a.Words, state: observability.ThreadDeclined}); err != nil {
 			return err

@@ -368,8 +368,17 @@ func TestSpawnPRChecksItsFixBeforeItSaysFixed(t *testing.T) {
 			check(1, answer("request_changes", []string{bugID}, open)),
 		},
 	}
+	before := len(f.gh.Requests())
+	start := time.Now()
 	rec, err, srv := f.fixPR(t, sc, nil)
 	require.NoError(t, err)
+	writes := map[string]int{}
+	for _, req := range f.gh.Requests()[before:] {
+		if req.Method != "GET" && !(req.Operation == "graphql" && !bytes.Contains(req.Body, []byte("mutation"))) {
+			writes[req.Operation]++
+		}
+	}
+	t.Logf("spawn pr with two coder turns and two checks took %s; content-creating requests: %v", time.Since(start).Round(time.Millisecond), writes)
 	assert.Equal(t, observability.ModePR, rec.Mode)
 	assert.Equal(t, observability.VerdictApproved, rec.Verdict)
 	assert.Equal(t, 0, rec.ExitCode)

@@ -260,7 +260,7 @@ func (r *run) fixPR(ctx context.Context, threads []thread, skipped []observabili
 				continue
 			}
 			declined = true
-			m := github.Marker{Run: r.rec.ID, Round: round, Seat: "declined", Finding: t.finding.ID}
+			m := github.Marker{Run: r.rec.ID, Round: round, Seat: string(observability.ReplyDeclined), Finding: t.finding.ID}
 			if err := r.replyInThread(ctx, h.client, t.Root().ID, m, threadReply{kind: observability.ReplyDeclined, round: round,
 				body: "Declined: " + a.Words, state: observability.ThreadDeclined}); err != nil {
 				return observability.VerdictNone, err
@@ -306,7 +306,7 @@ func (r *run) unverified(ctx context.Context, round int, check []thread, said ma
 			commits = nil
 			body = fmt.Sprintf("Not changed: the coder's turn changed no file (%s).\n\n%s", why, coderWords(a, ok))
 		}
-		m := github.Marker{Run: r.rec.ID, Round: round, Seat: "unverified", Finding: t.finding.ID}
+		m := github.Marker{Run: r.rec.ID, Round: round, Seat: string(observability.ReplyUnverified), Finding: t.finding.ID}
 		if err := r.replyInThread(ctx, h.client, t.Root().ID, m, threadReply{kind: observability.ReplyUnverified, round: round, commits: commits,
 			body: body, state: observability.ThreadUnverified}); err != nil {
 			return err
@@ -439,7 +439,7 @@ func (r *run) checkFix(ctx context.Context, round int, check []thread, said map[
 		}
 		if confirmed[t.finding.ID] {
 			body := fmt.Sprintf("Fixed in %s: confirmed by spawn's reviewer in check round %d (at %s).\n\n%s", shortList(commits), round, shortSHA(sha), coderWords(a, ok))
-			m := github.Marker{Run: r.rec.ID, Round: round, Seat: "fixed", Finding: t.finding.ID}
+			m := github.Marker{Run: r.rec.ID, Round: round, Seat: string(observability.ReplyFixed), Finding: t.finding.ID}
 			if err := r.replyInThread(ctx, h.client, t.Root().ID, m, threadReply{kind: observability.ReplyFixed, round: round, commits: commits,
 				body: body, state: observability.ThreadFixed}); err != nil {
 				return nil, observability.VerdictNone, err
@@ -462,7 +462,7 @@ func (r *run) checkFix(ctx context.Context, round int, check []thread, said map[
 			change = "the coder changed nothing"
 		}
 		body := fmt.Sprintf("Still open after spawn's check round %d (at %s, %s): %s\n\n%s\n\n%s", round, shortSHA(sha), change, detail, coderWords(a, ok), then)
-		m := github.Marker{Run: r.rec.ID, Round: round, Seat: "still-open", Finding: t.finding.ID}
+		m := github.Marker{Run: r.rec.ID, Round: round, Seat: string(observability.ReplyStillOpen), Finding: t.finding.ID}
 		if err := r.replyInThread(ctx, h.client, t.Root().ID, m, threadReply{kind: observability.ReplyStillOpen, round: round,
 			body: body, state: observability.ThreadOpen}); err != nil {
 			return nil, observability.VerdictNone, err
