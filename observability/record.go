@@ -188,6 +188,12 @@ const (
 	// user's outside its sandbox (a ref, HEAD, .git/config, a hook, the
 	// user's work tree), found by spawn's snapshot after a turn.
 	FindingSandboxTamper FindingKind = "sandbox_tamper"
+	// FindingSandboxBlocked is an attempt an agent made that its sandbox
+	// refused (a write to a read-only path, an operation not permitted),
+	// or that spawn refused (a link where spawn reads, a git store that is
+	// not the one spawn made): nothing happened, but an agent that tries
+	// was probably prompt-injected.
+	FindingSandboxBlocked FindingKind = "sandbox_blocked"
 )
 
 // Isolation is how a run's agents were confined.

@@ -60,8 +60,9 @@ type ToolResult struct {
 	IsError   bool
 	// Content is the result's text. Claude's parser leaves it empty for
 	// the result of a call its stream showed to be of a tool other than
-	// Bash: spawn reads a shell command's output (a test run's), never
-	// another tool's, and those results are most of a stream's bytes.
+	// Bash, unless the call failed: spawn reads a shell command's output
+	// (a test run's) and the reason a call failed (a sandbox's refusal),
+	// never another tool's output, which is most of a stream's bytes.
 	Content string
 	// ErrorType is gemini's error.type for a failed call: "policy_violation",
 	// "tool_not_registered", "invalid_tool_params"... Empty for claude.

@@ -130,7 +130,7 @@ func (r *run) Review(ctx context.Context, t team.ReviewerTurn) (team.Reply, erro
 	policy := watcher.Policy{IdleTimeout: cfg.Spawn.IdleTimeout, ToolTimeout: cfg.Spawn.ToolTimeout, TotalTimeout: cfg.Spawn.TotalTimeout, Grace: r.opts.Grace}
 	who := agent{llm: observability.LLMGemini, role: observability.RoleReviewer, round: t.Round, seat: t.Seat, cli: "gemini",
 		tools: offered(cfg.Runners.Gemini.AllowedTools, cfg.Runners.Gemini.ExcludedTools)}
-	reviewer, env, err := r.conf.reviewer(gemini, home)
+	reviewer, env, err := r.conf.reviewer(gemini, seatDir(t.Seat))
 	if err != nil {
 		return team.Reply{}, errorf(KindInternal, err, "cannot confine the reviewer: %v", err)
 	}
@@ -143,6 +143,14 @@ func (r *run) Review(ctx context.Context, t team.ReviewerTurn) (team.Reply, erro
 		err = r.classify(sess, who.cli)
 	}
 	return reply, errors.Join(err, r.recordError())
+}
+
+// seatDir names a reviewer seat's private directory.
+func seatDir(seat string) string {
+	if seat == "" {
+		return "reviewer"
+	}
+	return "reviewer-" + seat
 }
 
 // Head is the commit at the tip of the sandbox branch.
@@ -178,24 +186,23 @@ func (r *run) recordError() error {
 	return nil
 }
 
-// geminiHome returns the private GEMINI_CLI_HOME of one reviewer seat,
-// made once per seat and removed when the run finishes.
+// geminiHome returns the GEMINI_CLI_HOME of one reviewer seat: the home
+// of its private directory, prepared once with spawn's gemini settings.
 func (r *run) geminiHome(seat string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if home, ok := r.homes[seat]; ok {
 		return home, nil
 	}
+	dir, err := r.conf.private(seatDir(seat))
+	if err != nil {
+		return "", errorf(KindInternal, err, "cannot prepare the reviewer's home: %v", err)
+	}
+	home := filepath.Join(dir, "home")
 	g := r.opts.Config.Runners.Gemini
-	home, err := runners.NewGeminiHome(r.opts.Env, runners.GeminiSettings{MaxRetries: g.MaxRetries, Tools: g.AllowedTools, ExcludedTools: g.ExcludedTools})
-	var se *runners.SettingsError
-	switch {
-	case errors.As(err, &se):
-		return "", errorf(KindConfig, err, "%v", err)
-	case err != nil:
+	if err := runners.NewGeminiHome(home, runners.GeminiSettings{MaxRetries: g.MaxRetries, Tools: g.AllowedTools, ExcludedTools: g.ExcludedTools}); err != nil {
 		return "", errorf(KindInternal, err, "cannot prepare gemini's home: %v", err)
 	}
-	r.cleanups = append(r.cleanups, func() error { return os.RemoveAll(home) })
 	if r.homes == nil {
 		r.homes = map[string]string{}
 	}
@@ -239,7 +246,9 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 		e.LLM, e.Role, e.Round, e.Seat = who.llm, who.role, who.round, who.seat
 		r.emit(e)
 	}
+	refusals := &blocked{r: r, who: who}
 	hooks := watcher.Hooks{
+		OnEvent:  refusals.event,
 		Env:      who.env,
 		Redactor: r.red,
 		Hurry:    r.opts.Hurry,

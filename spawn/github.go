@@ -255,7 +255,7 @@ func (r *run) fixCommits(ctx context.Context, from, to, file string) ([]string, 
 	if file != "" {
 		args = append(args, "--", file)
 	}
-	out, err := r.sb.Tree.Run(ctx, args...)
+	out, err := r.sb.Repo.Run(ctx, args...)
 	if err != nil {
 		return nil, r.sandboxError(err, "cannot list the fix commits")
 	}

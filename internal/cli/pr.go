@@ -57,12 +57,12 @@ func newPRCmd(d *deps) *cli.Command {
 // the run's exit code.
 func runPR(ctx context.Context, d *deps, opts *prOptions) error {
 	return d.runAgents(opts.JSON, func() (*observability.Record, error) {
-		repo, cfg, err := d.openConfigured(ctx, opts.Repo, opts.Config)
+		repo, loaded, err := d.openConfigured(ctx, opts.Repo, opts.Config)
 		if err != nil {
 			return rejected("", err), err
 		}
 		sink := d.narration(!opts.JSON && !opts.Quiet)
 		defer sink.Close()
-		return spawn.FixPR(ctx, spawn.PROptions{Ref: opts.Ref, Options: spawn.Options{Config: cfg, RepoDir: repo.Dir, Env: d.env, Hurry: d.hurry}}, sink)
+		return spawn.FixPR(ctx, spawn.PROptions{Ref: opts.Ref, Options: spawn.Options{Config: loaded.Config, Notes: loaded.Notes, RepoDir: repo.Dir, Env: d.env, Hurry: d.hurry}}, sink)
 	})
 }

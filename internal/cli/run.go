@@ -166,13 +166,13 @@ func (d *deps) runAgents(json bool, run func() (*observability.Record, error)) e
 
 // openConfigured opens the repository that holds dir (repairing its
 // abandoned runs) and loads the configuration for it.
-func (d *deps) openConfigured(ctx context.Context, dir, file string) (*spawn.Repo, config.Config, error) {
+func (d *deps) openConfigured(ctx context.Context, dir, file string) (*spawn.Repo, config.Loaded, error) {
 	repo, err := d.openRepo(ctx, dir)
 	if err != nil {
-		return nil, config.Config{}, err
+		return nil, config.Loaded{}, err
 	}
-	cfg, _, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Env: d.env})
-	return repo, cfg, err
+	loaded, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Env: d.env})
+	return repo, loaded, err
 }
 
 // execute assembles the configuration and runs the task. The record is
@@ -182,7 +182,7 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 	if err != nil {
 		return rejected(task, err), err
 	}
-	cfg, _, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: config.Overrides{
+	loaded, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: config.Overrides{
 		Mode: observability.Mode(opts.Mode), IdleTimeout: opts.IdleTimeout, TotalTimeout: opts.TotalTimeout, ClaudeModel: opts.Model, PRBase: opts.PRBase,
 	}})
 	if err != nil {
@@ -198,7 +198,8 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 	defer sink.Close()
 	return spawn.Run(ctx, spawn.Options{
 		Task:    task,
-		Config:  cfg,
+		Config:  loaded.Config,
+		Notes:   loaded.Notes,
 		RepoDir: opts.Repo,
 		Base:    opts.Base,
 		Branch:  opts.Branch,

@@ -65,13 +65,17 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("%s: exit status %d: %s", strings.Join(e.Argv, " "), e.Code, msg)
 }
 
-// Run runs c to completion and returns its standard output. A non-zero exit
-// is an *ExitError carrying stderr. Cancelling ctx kills the process tree.
-// Run is for short commands such as git, which it starts directly, without
-// a reaper: if spawn dies while one runs, it runs to its end.
+// Run runs c to completion and returns its standard output, or nil when
+// c.Stdout is set (the output went there). A non-zero exit is an
+// *ExitError carrying stderr. Cancelling ctx kills the process tree. Run
+// is for short commands such as git, which it starts directly, without a
+// reaper: if spawn dies while one runs, it runs to its end.
 func Run(ctx context.Context, c Cmd) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
-	c.Stdout, c.Stderr = &stdout, &stderr
+	if c.Stdout == nil {
+		c.Stdout = &stdout
+	}
+	c.Stderr = &stderr
 	if c.Stdin == nil {
 		c.Stdin = strings.NewReader("")
 	}
