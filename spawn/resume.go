@@ -104,6 +104,9 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 			return nil, team.Progress{}, err
 		}
 	}
+	if rec.Mode == observability.ModePR {
+		return nil, team.Progress{}, errorf(KindNotImplemented, nil, "run %s is a spawn pr run, which spawn resume cannot continue; its replies are on the pull request and its commits on its branch: spawn pr %d takes up the threads still open", dir.ID, prNumberOf(rec))
+	}
 	from := team.ProgressOf(rec)
 	if err := team.Continuable(rec.Mode, from); err != nil {
 		return nil, team.Progress{}, errorf(KindUsage, err, "run %s has %v; start a new run with spawn run", dir.ID, err)
@@ -187,4 +190,13 @@ func (r *run) lastReviewRound(from team.Progress, more int) int {
 		more = max(limit-from.Reviewed, 1)
 	}
 	return max(from.Reviewed+more, from.Coded)
+}
+
+// prNumberOf is the number of the pull request a run worked on; 0 when
+// its record does not say.
+func prNumberOf(rec *observability.Record) int {
+	if rec.PullRequest == nil {
+		return 0
+	}
+	return rec.PullRequest.Number
 }

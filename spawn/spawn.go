@@ -66,6 +66,14 @@ type Options struct {
 // cancelling ctx stops the agents gracefully and the run ends interrupted.
 // sink sees every event of the run (nil discards them).
 func Run(ctx context.Context, opts Options, sink Sink) (*observability.Record, error) {
+	if opts.Config.Team.Mode == observability.ModePR {
+		if opts.Now == nil {
+			opts.Now = time.Now
+		}
+		err := errorf(KindUsage, nil, "mode %q is spawn pr's own; set [spawn-team] mode to one of %s, or address a pull request's review with spawn pr <number>",
+			observability.ModePR, strings.Join(modeNames(), ", "))
+		return rejected(opts, opts.Now(), err), err
+	}
 	return run1(ctx, opts, sink, nil, func(ctx context.Context, r *run) (observability.Verdict, error) {
 		return team.Drive(ctx, r.pre.policy, r.opts.Task, r.pre.plan.Base, r)
 	})
@@ -103,6 +111,15 @@ func run1(ctx context.Context, opts Options, sink Sink, gh *hub, drive func(cont
 	}
 	verdict, err := drive(ctx, r)
 	return r.finish(ctx, verdict, err)
+}
+
+// modeNames are the modes a configuration may choose.
+func modeNames() []string {
+	var out []string
+	for _, m := range observability.Modes() {
+		out = append(out, string(m))
+	}
+	return out
 }
 
 // rejected is the record of a run that was never created: no id, no
@@ -193,7 +210,7 @@ func (c *checked) checkAgents(cfg config.Config, env []string, iso isolation.Rep
 	if c.claude, err = agentBinary("claude", cfg.Runners.Claude.Command, "@anthropic-ai/claude-code", env); err != nil {
 		return err
 	}
-	if cfg.Team.Mode.Reviewed() {
+	if cfg.Team.Mode.Reviewed() && (cfg.Team.Mode != observability.ModePR || cfg.GitHub.VerifyFixes) {
 		if c.gemini, err = agentBinary("gemini", cfg.Runners.Gemini.Command, "@google/gemini-cli", env); err != nil {
 			return err
 		}

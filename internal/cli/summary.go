@@ -31,9 +31,7 @@ func summary(rec *observability.Record) string {
 		fmt.Fprintf(&b, "  branch:    %s\n", rec.Branch)
 		fmt.Fprintf(&b, "  worktree:  %s\n", rec.SandboxPath)
 	}
-	if rec.PRURL != nil {
-		fmt.Fprintf(&b, "  pull:      %s\n", *rec.PRURL)
-	}
+	b.WriteString(pullRequest(rec))
 	for i, c := range rec.Commits {
 		label := "commits:"
 		if i > 0 {
@@ -139,6 +137,9 @@ func nextSteps(rec *observability.Record, open int) []string {
 		return []string{"nothing to take: the branch holds no change. Remove it with: git worktree remove " + rec.SandboxPath + " && git branch -D " + rec.Branch}
 	}
 	diff := fmt.Sprintf("git diff %.12s %s", rec.Base, rec.Branch)
+	if rec.Mode == observability.ModePR && rec.PullRequest != nil {
+		return prSteps(rec, open)
+	}
 	switch {
 	case rec.Status == observability.StatusSucceeded && rec.Verdict == observability.VerdictApproved:
 		return []string{"approved by the reviewer: git merge " + rec.Branch}
@@ -279,4 +280,61 @@ func excerpt(text string, max int) []string {
 		out = append(out, firstLine(line))
 	}
 	return out
+}
+
+// pullRequest is the pull request a run worked on and each of its review
+// threads: where, whose, its state, and what spawn's last reply said (or
+// why spawn left it alone).
+func pullRequest(rec *observability.Record) string {
+	var b strings.Builder
+	switch pr := rec.PullRequest; {
+	case pr != nil:
+		fmt.Fprintf(&b, "  pull:      #%d %s -> %s  %s\n", pr.Number, pr.Head, pr.Base, pr.URL)
+	case rec.PRURL != nil:
+		fmt.Fprintf(&b, "  pull:      %s\n", *rec.PRURL)
+	}
+	for i, t := range rec.GitHubThreads {
+		label := "threads:"
+		if i > 0 {
+			label = ""
+		}
+		where := t.Path
+		if t.Line > 0 {
+			where = fmt.Sprintf("%s:%d", t.Path, t.Line)
+		}
+		fmt.Fprintf(&b, "  %-10s %-10s %-20s %-12s %s\n", label, t.State, where, t.Author, threadSays(t))
+	}
+	return b.String()
+}
+
+// threadSays is what a thread's state rests on: why spawn left it alone,
+// or spawn's last reply in it.
+func threadSays(t observability.GitHubThread) string {
+	if t.State == observability.ThreadSkipped {
+		return "left alone: " + strings.ReplaceAll(string(t.Skipped), "_", " ")
+	}
+	if len(t.Replies) == 0 {
+		return "no reply yet"
+	}
+	r := t.Replies[len(t.Replies)-1]
+	if r.Kind == observability.ReplyCannotResolve && len(t.Replies) > 1 {
+		r = t.Replies[len(t.Replies)-2]
+	}
+	return firstLine(r.Body)
+}
+
+// prSteps are the next steps of a spawn pr run: its work is on the pull
+// request's branch, and its threads say what is settled.
+func prSteps(rec *observability.Record, open int) []string {
+	pr := rec.PullRequest
+	if rec.Status != observability.StatusSucceeded {
+		return []string{fmt.Sprintf("the run ended before it answered every thread; what it pushed is on %s; read pull request #%d: %s", pr.Head, pr.Number, pr.URL)}
+	}
+	switch rec.Verdict {
+	case observability.VerdictApproved:
+		return []string{fmt.Sprintf("spawn's reviewer confirmed the fix of every thread it acted on; each thread names its commits: %s", pr.URL)}
+	case observability.VerdictNone:
+		return []string{fmt.Sprintf("no reviewer checked the fix ([github] verify_fixes is off): read the replies and the change on pull request #%d: %s", pr.Number, pr.URL)}
+	}
+	return []string{fmt.Sprintf("not every thread is settled (%s open, or declined): each says why in its last reply; read pull request #%d: %s", plural(open, "finding"), pr.Number, pr.URL)}
 }

@@ -64,6 +64,12 @@ type GitHub struct {
 	// ResolveHumanThreads lets spawn pr resolve a person's thread once
 	// fixed; otherwise it replies and leaves resolving to them.
 	ResolveHumanThreads bool `toml:"resolve_human_threads"`
+	// VerifyFixes has spawn pr's reviewer check the coder's fix of each
+	// thread before spawn says it is fixed; a thread it finds still open
+	// is answered so and the coder gets another turn, up to
+	// [spawn-team] max_iterations turns. Off: one coder turn, and each
+	// thread is answered with the commits, unverified.
+	VerifyFixes bool `toml:"verify_fixes"`
 }
 
 // Sandbox configures how the agents are confined (package isolation).
@@ -207,7 +213,7 @@ func Default() Config {
 		},
 		Sandbox: Sandbox{Isolation: isolation.ModeAuto, Network: isolation.NetworkAuto,
 			MaxProcesses: 4096, MaxMemory: 8 << 30, MaxDisk: 20 << 30, Cache: isolation.CacheRepository},
-		GitHub:  GitHub{Remote: "origin", Draft: true, MinWriteInterval: time.Second, TrustedAuthors: []string{}},
+		GitHub: GitHub{Remote: "origin", Draft: true, MinWriteInterval: time.Second, TrustedAuthors: []string{}, VerifyFixes: true},
 	}
 }
 
@@ -505,7 +511,7 @@ func (c Config) Validate() error {
 	bad := func(key, format string, args ...any) error {
 		return &Error{Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
-	if _, err := observability.ParseMode(string(c.Team.Mode)); err != nil {
+	if _, err := observability.ParseMode(string(c.Team.Mode)); err != nil && c.Team.Mode != observability.ModePR {
 		return bad("spawn-team.mode", "%v", err)
 	}
 	switch {

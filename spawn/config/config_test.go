@@ -233,6 +233,7 @@ network = "open"
 [github]
 trusted_authors = ["mallory"]
 resolve_human_threads = true
+verify_fixes = false
 `), 0o644))
 	loaded, err := Load(context.Background(), Source{RepoDir: repo, Env: []string{"PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + xdg}})
 	require.NoError(t, err)
@@ -258,6 +259,7 @@ resolve_human_threads = true
 		{"spawn-team.max_iterations", cfg.Team.MaxIterations, def.Team.MaxIterations},
 		{"github.trusted_authors", cfg.GitHub.TrustedAuthors, []string(nil)},
 		{"github.resolve_human_threads", cfg.GitHub.ResolveHumanThreads, false},
+		{"github.verify_fixes", cfg.GitHub.VerifyFixes, true},
 	} {
 		assert.EqualValues(t, c.want, c.got, c.key)
 		assert.Contains(t, strings.Join(loaded.Notes, "\n"), c.key, "a note names %s", c.key)

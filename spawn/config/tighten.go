@@ -161,6 +161,10 @@ func tighten(before, after Config, md toml.MetaData, path string) (Config, []str
 		note("github.resolve_human_threads", true, false, "let spawn resolve people's review threads")
 		after.GitHub.ResolveHumanThreads = false
 	}
+	if defined("github.verify_fixes") && !after.GitHub.VerifyFixes && before.GitHub.VerifyFixes {
+		note("github.verify_fixes", false, true, "let spawn pr answer people's threads without a reviewer checking the fix")
+		after.GitHub.VerifyFixes = true
+	}
 	return after, notes
 }
 
