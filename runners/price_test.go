@@ -29,4 +29,3 @@ func TestCostEstimatesFollowTheModelsPrices(t *testing.T) {
 		assert.InDelta(t, tt.want, EstimateCost(tt.model, u), 1e-9, tt.model)
 	}
 }
-

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/team"
@@ -432,6 +433,9 @@ func (r *run) classify(sess *watcher.Session, cli string) error {
 	}
 	status := res.APIErrorStatus
 	switch {
+	case strings.Contains(text, relay.BudgetSpent):
+		return errorf(KindBudget, nil, "%s was stopped by the run's cost budget (max_cost_usd = $%g for every agent together, counted at spawn's relay); raise max_cost_usd in [spawn] to go further; its work is committed on the sandbox branch",
+			cli, r.opts.Config.Spawn.MaxCostUSD)
 	case status == 401 || status == 403:
 		return errorf(KindAuth, nil, "the model API refused %s's credentials (HTTP %d: %s); set its API key or log in to it, then run again", cli, status, oneLine(text))
 	case status == 0 || unreachableRE.MatchString(text):

@@ -351,6 +351,7 @@ func TestACoderCannotMakeSpawnItsDeputy(t *testing.T) {
 	assert.Contains(t, strings.Join(blocked, "\n"), "pointed its git store's HEAD at refs/heads/main")
 	assert.Contains(t, strings.ToLower(strings.Join(blocked, "\n")), "read-only file system")
 }
+
 // A repository's own spawn-team.toml may tighten spawn's security, never
 // lower it: a committed file asking for no sandbox, the open network, a
 // binary from the repository, a bare Bash and a bigger budget changes none
@@ -528,4 +529,103 @@ func TestACoderCannotReachTheReviewersFilesOrRoute(t *testing.T) {
 	assert.Contains(t, goTest, "ROUTE 401", "the coder's key does not open the reviewer's route")
 	assert.Equal(t, 2, gemini, "the model saw the reviewer's two reviews and nothing else")
 	assert.Contains(t, testenv.Git(t, r.repo, "show", r.rec.Branch+":calc.go"), "t := 0")
+}
+
+// The sandbox is built from an allowlist, and the toolchains a coder needs
+// still work in it: Go builds and runs a program, Node and Python run,
+// make runs a Makefile, git commits in the coder's own store.
+func TestToolchainsWorkInTheSandbox(t *testing.T) {
+	requireBwrap(t)
+	script := `set -e
+go version
+go run ./cmd/hello
+node -e 'console.log("node " + (6*7))'
+python3 -c 'print("python", 6*7)'
+make -s -f hello.mk
+git add -A
+git -c user.name=coder -c user.email=coder@example.com commit -q -m "toolchains work"
+git log --oneline -1
+echo TOOLCHAINS OK
+`
+	sc := modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+		{Tools: []modelserver.ToolCall{
+			{ID: "gomod", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/go.mod", "content": "module hello\n\ngo 1.21\n"}},
+			{ID: "main", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/cmd/hello/main.go", "content": "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"go\", 6*7) }\n"}},
+			{ID: "mk", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/hello.mk", "content": "all:\n\t@echo make $$((6*7))\n"}},
+			{ID: "sh", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/toolchains.sh", "content": script}},
+		}},
+		{Tools: []modelserver.ToolCall{{ID: "run", Name: "Bash", Input: map[string]any{"command": "sh toolchains.sh", "description": "run the toolchains"}}}},
+		{Text: "Done."},
+	}}}}
+	r := runSolo(t, sc, "check the toolchains", func(c *config.Config) {
+		c.Permissions.AllowedTools = append(c.Permissions.AllowedTools, "Bash(sh toolchains.sh)")
+	})
+	require.NoError(t, r.err)
+	assert.Equal(t, "bwrap", r.rec.Isolation.Mode)
+	var out string
+	for _, req := range r.srv.Requests() {
+		for _, res := range req.ToolResults() {
+			if res.ID == "run" {
+				out = res.Content
+			}
+		}
+	}
+	for _, want := range []string{"go 42", "node 42", "python 42", "make 42", "toolchains work", "TOOLCHAINS OK"} {
+		assert.Contains(t, out, want)
+	}
+	assert.Contains(t, testenv.Git(t, r.repo, "log", "--format=%s", r.rec.Branch), "toolchains work")
+}
+
+// A program the coder runs that calls the model itself, with the coder's
+// key, is counted at the relay like the CLI's own calls: once the run's
+// budget is spent, the relay refuses every further request, and the run
+// ends with the budget named, its work kept.
+func TestTheRelayHoldsTheBudgetAgainstCallsAroundTheCLI(t *testing.T) {
+	requireBwrap(t)
+	spender := `package spend
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestSpend(t *testing.T) {
+	host := strings.TrimPrefix(strings.TrimSuffix(os.Getenv("ANTHROPIC_BASE_URL"), "/anthropic"), "http://")
+	body := "{\"model\":\"claude-opus-4-1\",\"max_tokens\":10,\"stream\":false,\"messages\":[{\"role\":\"user\",\"content\":\"spend\"}]}"
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			fmt.Println("SPEND", err)
+			continue
+		}
+		fmt.Fprintf(c, "POST /anthropic/v1/messages HTTP/1.1\r\nHost: %s\r\nx-api-key: %s\r\nanthropic-version: 2023-06-01\r\ncontent-type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", host, os.Getenv("ANTHROPIC_API_KEY"), len(body), body)
+		status, _ := bufio.NewReader(c).ReadString('\n')
+		fmt.Println("SPEND", strings.TrimSpace(status))
+		c.Close()
+	}
+}
+`
+	sc := modelserver.Scenario{Anthropic: []modelserver.Script{
+		{Match: "spend", Turns: []modelserver.Turn{{Text: "spent"}}},
+		{Turns: []modelserver.Turn{
+			{Tools: []modelserver.ToolCall{
+				{ID: "w", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/work.txt", "content": "work\n"}},
+				{ID: "gomod", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/go.mod", "content": "module spend\n\ngo 1.21\n"}},
+				{ID: "t", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/spend_test.go", "content": spender}},
+			}},
+			{Tools: []modelserver.ToolCall{{ID: "go-test", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -v ./...", "description": "test"}}}},
+			{Text: "Done."},
+		}},
+	}}
+	r := runSolo(t, sc, "add work.txt", func(c *config.Config) {
+		c.Spawn.MaxCostUSD = 0.0001
+	})
+	require.Error(t, r.err)
+	assert.Equal(t, KindBudget, KindOf(r.err))
+	assert.Contains(t, r.err.Error(), "max_cost_usd")
+	assert.Equal(t, "work", testenv.Git(t, r.repo, "show", r.rec.Branch+":work.txt"))
 }

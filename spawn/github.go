@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -49,7 +50,16 @@ type hub struct {
 
 // push pushes the run's branch to the remote (to pushTo when set) with
 // the user's git credentials, and returns the commit pushed.
-func (h *hub) push(ctx context.Context, repo git.Repo, branch string) (string, error) {
+func (h *hub) push(ctx context.Context, repo git.Repo, branch, base string) (string, error) {
+	if !h.cfg.AllowCIChanges {
+		ci, err := ciChanges(ctx, repo, base, "refs/heads/"+branch)
+		if err != nil {
+			return "", fmt.Errorf("push %s: %w", branch, err)
+		}
+		if len(ci) > 0 {
+			return "", &CIChangeError{Branch: branch, Paths: ci}
+		}
+	}
 	if h.pushTo == "" {
 		return github.Push(ctx, repo, h.loc.Remote, branch)
 	}
@@ -62,6 +72,53 @@ func (h *hub) push(ctx context.Context, repo git.Repo, branch string) (string, e
 		return "", fmt.Errorf("push %s to %s on %s: %w", branch, h.pushTo, h.loc.Remote, err)
 	}
 	return sha, nil
+}
+
+// CIChangeError is a push spawn refused because the work changes CI
+// configuration: once pushed, a workflow runs with the repository's
+// secrets, whatever wrote it.
+type CIChangeError struct {
+	Branch string
+	Paths  []string
+}
+
+func (e *CIChangeError) Error() string {
+	return fmt.Sprintf("the work changes CI configuration (%s), which runs with the repository's secrets once pushed, so spawn did not push %s; review it on the branch, or set [github] allow_ci_changes = true in your own spawn-team.toml",
+		strings.Join(e.Paths, ", "), e.Branch)
+}
+
+// ciPaths match the files of CI systems, whose changes run when pushed.
+var ciPaths = regexp.MustCompile(`^(\.github/(workflows|actions)/|\.gitlab-ci\.yml$|\.gitlab/|\.circleci/|\.buildkite/|\.travis\.yml$|\.drone\.yml$|\.woodpecker(\.yml$|/)|azure-pipelines\.yml$|bitbucket-pipelines\.yml$|Jenkinsfile$|\.jenkins/|\.tekton/|cloudbuild\.ya?ml$|\.github/dependabot\.yml$)`)
+
+// ciChanges lists the CI configuration files that from..to changes.
+func ciChanges(ctx context.Context, repo git.Repo, from, to string) ([]string, error) {
+	out, err := repo.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z", from, to, "--")
+	if err != nil {
+		return nil, fmt.Errorf("list the changed files: %w", err)
+	}
+	var ci []string
+	for _, p := range strings.Split(out, "\x00") {
+		if p != "" && ciPaths.MatchString(p) {
+			ci = append(ci, p)
+		}
+	}
+	return ci, nil
+}
+
+// asData makes words an agent chose (the coder's, a reviewer's: a
+// prompt-injected agent may have written them) safe to post on GitHub:
+// no @mention pings anyone (a zero-width space follows each @), and no line
+// starts a slash-command (a zero-width space leads a line that starts
+// with /).
+func asData(s string) string {
+	s = strings.ReplaceAll(s, "@", "@\u200b")
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimLeft(l, " \t>"), "/") {
+			lines[i] = "\u200b" + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // say narrates text when the run is there to tell.
@@ -141,7 +198,7 @@ var _ team.Forge = (*run)(nil)
 // here: a fix is named only once it is verified.
 func (r *run) AfterCode(ctx context.Context, round int, said []prompts.Attribution) error {
 	h := r.gh
-	sha, err := h.push(ctx, r.sb.Repo, r.sb.Branch)
+	sha, err := h.push(ctx, r.sb.Repo, r.sb.Branch, r.sb.Base)
 	if err != nil {
 		return githubError(err, "pushed "+r.sb.Branch)
 	}
@@ -280,7 +337,7 @@ func coderWords(a prompts.Attribution, ok bool) string {
 	if !ok || a.Words == "" {
 		return "The coder's final message does not name this thread."
 	}
-	return "The coder: " + a.Words
+	return "The coder: " + asData(a.Words)
 }
 
 // BeforeReview marks the head under review pending.
@@ -500,12 +557,12 @@ func (r *run) unconfirmed(ctx context.Context, round team.Round, head string, re
 // findingComment is a finding as a review comment.
 func findingComment(f observability.Finding) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** (%s, %s): %s", f.Title, f.Severity, f.Domain, f.Detail)
+	fmt.Fprintf(&b, "**%s** (%s, %s): %s", asData(f.Title), f.Severity, f.Domain, asData(f.Detail))
 	if f.File != "" && f.Line > 0 {
 		fmt.Fprintf(&b, " (%s:%d)", f.File, f.Line)
 	}
 	if f.Suggestion != "" {
-		fmt.Fprintf(&b, "\n\nSuggestion: %s", f.Suggestion)
+		fmt.Fprintf(&b, "\n\nSuggestion: %s", asData(f.Suggestion))
 	}
 	return b.String()
 }

@@ -243,7 +243,7 @@ func (r *run) fixPR(ctx context.Context, threads []thread, skipped []observabili
 		if err != nil {
 			return observability.VerdictNone, err
 		}
-		sha, err := h.push(ctx, r.sb.Repo, r.sb.Branch)
+		sha, err := h.push(ctx, r.sb.Repo, r.sb.Branch, r.sb.Base)
 		if err != nil {
 			return observability.VerdictNone, githubError(err, "pushed the fix to the pull request's branch")
 		}

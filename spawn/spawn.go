@@ -397,7 +397,7 @@ func (r *run) pushLeftovers(ctx context.Context) {
 	if r.gh == nil || r.gh.prNumber() == 0 {
 		return
 	}
-	sha, err := r.gh.push(ctx, r.sb.Repo, r.sb.Branch)
+	sha, err := r.gh.push(ctx, r.sb.Repo, r.sb.Branch, r.sb.Base)
 	if err != nil {
 		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot push the last of the work to the pull request (it is on %s): %v", r.sb.Branch, err)})
 		return

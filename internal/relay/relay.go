@@ -10,10 +10,10 @@
 package relay
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
-	"context"
 	"errors"
 	"fmt"
 	"net"

@@ -70,6 +70,10 @@ type GitHub struct {
 	// [spawn-team] max_iterations turns. Off: one coder turn, and each
 	// thread is answered with the commits, unverified.
 	VerifyFixes bool `toml:"verify_fixes"`
+	// AllowCIChanges lets github mode and spawn pr push a change to CI
+	// configuration (.github/workflows/ and the like), which runs with
+	// the repository's secrets once pushed; off, such a push is refused.
+	AllowCIChanges bool `toml:"allow_ci_changes"`
 }
 
 // Sandbox configures how the agents are confined (package isolation).

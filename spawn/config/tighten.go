@@ -157,6 +157,10 @@ func tighten(before, after Config, md toml.MetaData, path string) (Config, []str
 			*d.asked = *d.before
 		}
 	}
+	if defined("github.allow_ci_changes") && after.GitHub.AllowCIChanges && !before.GitHub.AllowCIChanges {
+		note("github.allow_ci_changes", true, false, "let spawn push changes to CI configuration")
+		after.GitHub.AllowCIChanges = false
+	}
 	if defined("github.resolve_human_threads") && after.GitHub.ResolveHumanThreads && !before.GitHub.ResolveHumanThreads {
 		note("github.resolve_human_threads", true, false, "let spawn resolve people's review threads")
 		after.GitHub.ResolveHumanThreads = false

@@ -107,12 +107,20 @@ func TestGuardUndoesRefConfigAndHookChanges(t *testing.T) {
 	testenv.Git(t, wt, "tag", "v9")
 	testenv.Git(t, wt, "config", "core.fsmonitor", "touch /tmp/pwned")
 	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "info", "attributes"), []byte("* filter=evil\n"), 0o644))
+	// The committed README.md's blob, replaced in place by a backdoor.
+	blob := testenv.Git(t, repo, "rev-parse", "main:README.md")
+	obj := filepath.Join(repo, ".git", "objects", blob[:2], blob[2:])
+	require.NoError(t, os.Chmod(obj, 0o644))
+	require.NoError(t, os.WriteFile(obj, []byte("backdoor"), 0o444))
 
 	changes, err := g.Check(ctx, before)
 	require.NoError(t, err)
 	var what []string
 	for _, c := range changes {
-		assert.True(t, c.Restored, c.What)
+		if !strings.Contains(c.What, "object store") {
+			assert.True(t, c.Restored, c.What)
+		}
 		what = append(what, c.What)
 	}
 	all := strings.Join(what, "\n")
@@ -120,6 +128,8 @@ func TestGuardUndoesRefConfigAndHookChanges(t *testing.T) {
 	assert.Contains(t, all, "refs/heads/main moved")
 	assert.Contains(t, all, "refs/tags/v9 was created")
 	assert.Contains(t, all, ".git/hooks/pre-commit was added")
+	assert.Contains(t, all, ".git/info/attributes was created")
+	assert.Contains(t, all, "objects/"[:0]+blob[:2]+"/"+blob[2:]+" was", "the replaced object")
 	assert.NotContains(t, all, "spawn/r1/task", "the run's own branch may move")
 
 	assert.Equal(t, main, testenv.Git(t, repo, "rev-parse", "main"))

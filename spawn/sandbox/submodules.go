@@ -94,4 +94,3 @@ func (s *Sandbox) cloneSubmodule(ctx context.Context, path, src, dst string) (bo
 	s.Objects = append(s.Objects, objects[1:]...) // the clone's own objects are in the worktree
 	return true, nil
 }
-
