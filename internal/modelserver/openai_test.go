@@ -297,3 +297,37 @@ func TestCodexEnvAndVerify(t *testing.T) {
 	openaiTurn(t, s, codexBody("/w", userItem("x")))
 	assert.NoError(t, s.Verify())
 }
+
+func TestRecordedCodexRequest(t *testing.T) {
+	// The request codex 0.171.0 sent after its third tool call (recorded by
+	// runners' TestCodexCoderRunsACommandAndWritesAFileWithApplyPatch with
+	// -record): two exec_command outputs and one apply_patch output, in
+	// /sandbox/work.
+	s := startServer(t, Scenario{OpenAI: []Script{{Match: "add hello.txt", Turns: []Turn{
+		{Tools: []ToolCall{{ID: "call_status", Name: "exec_command", Input: map[string]any{"cmd": "git status --short && ls"}}}},
+		{Tools: []ToolCall{{ID: "call_patch", Name: "apply_patch", Input: map[string]any{"input": "*** Begin Patch\n*** End Patch\n"}}}},
+		{Tools: []ToolCall{{ID: "call_cat", Name: "exec_command", Input: map[string]any{"cmd": "cat hello.txt"}}}},
+		{Text: "Done in {{workdir}}."},
+	}}}})
+	items, _ := openaiTurn(t, s, recordedBody(t, "openai-request-turn3.json"))
+	require.Len(t, items, 1)
+	assert.Equal(t, "Done in /sandbox/work.", items[0]["content"].([]any)[0].(map[string]any)["text"])
+
+	reqs := s.Requests()
+	require.Len(t, reqs, 1)
+	assert.Equal(t, 3, reqs[0].Turn)
+	assert.Equal(t, "gpt-5.5", reqs[0].Model)
+	results := reqs[0].ToolResults()
+	require.Len(t, results, 3)
+	for i, want := range []struct{ id, name, content string }{
+		{"call_status", "exec_command", "Process exited with code 0\nOriginal token count: 3\nOutput:\nREADME.md\n"},
+		{"call_patch", "apply_patch", "Success. Updated the following files:\nA hello.txt\n"},
+		{"call_cat", "exec_command", "Output:\nhello from codex\n"},
+	} {
+		assert.Equal(t, want.id, results[i].ID)
+		assert.Equal(t, want.name, results[i].Name)
+		assert.False(t, results[i].IsError)
+		assert.Contains(t, results[i].Content, want.content)
+	}
+	assert.Contains(t, reqs[0].UserTexts(), "add hello.txt")
+}
