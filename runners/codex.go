@@ -27,7 +27,7 @@ const (
 	CodexReadOnly CodexSandbox = "read-only"
 	// CodexWorkspaceWrite is a coder's: commands and patches may write in
 	// the working directory (its .git stays read-only, so the coder cannot
-	// commit), nowhere else, without network.
+	// commit), /tmp and $TMPDIR, nowhere else, without network.
 	CodexWorkspaceWrite CodexSandbox = "workspace-write"
 	// CodexFullAccess turns codex's sandbox off. Only allowed when spawn's
 	// own sandbox (bubblewrap) is around codex: see Codex.Confined.

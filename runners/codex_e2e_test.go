@@ -44,6 +44,7 @@ type codexSeat struct {
 	home  string   // CODEX_HOME
 	env   []string // the environment of every run
 	tmp   string   // its TMPDIR
+	wrap  []string // argv codex runs under (bwrap ... --), if any
 }
 
 func newCodexSeat(t *testing.T, sc modelserver.Scenario, sandbox CodexSandbox) *codexSeat {
@@ -80,7 +81,8 @@ func (s *codexSeat) run(turn Turn, name string) codexRun {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c := exec.CommandContext(ctx, cmd.Path, cmd.Args...)
+	argv := append(append(append([]string{}, s.wrap...), cmd.Path), cmd.Args...)
+	c := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	c.Dir = cmd.Dir
 	c.Env = append(s.env, cmd.Env...)
 	c.Stdin = strings.NewReader(cmd.Stdin)
