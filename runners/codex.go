@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // PinnedCodex is the @openai/codex version agents/package.json pins.
@@ -46,6 +47,12 @@ const (
 // codexProvider is the name of the model provider spawn defines on codex's
 // command line.
 const codexProvider = "spawn"
+
+// codexMaxPrompt is the most characters codex 0.171.0 takes as a prompt;
+// a longer one fails the turn before it starts ("Input exceeds the maximum
+// length of 1048576 characters.", exit 1, nothing on stdout but
+// thread.started).
+const codexMaxPrompt = 1 << 20
 
 // codexKeyEnv is the environment variable the provider reads its API key
 // from unless Codex.KeyEnv says otherwise.
@@ -127,15 +134,19 @@ var codexSandboxes = []CodexSandbox{CodexReadOnly, CodexWorkspaceWrite, CodexFul
 // for a trusted project). The environment sets CODEX_HOME.
 //
 // t.MaxTurns is not passed: codex has no turn cap. Command fails when
-// Model, BaseURL or Home is missing or malformed, for an empty prompt, for
+// Model, BaseURL or Home is missing or malformed, for an empty prompt or
+// one over codex's limit of 1,048,576 characters, for
 // tool rules in t.Allow (codex's sandbox, not rules, decides what runs),
 // for an unknown sandbox mode, and for CodexFullAccess unless Confined.
 func (c *Codex) Command(t Turn) (Command, error) {
 	if c.Model == "" {
-		return Command{}, errors.New("runners: codex: no model")
+		return Command{}, errors.New("runners: codex: no model: name one codex knows, such as gpt-5.5")
 	}
 	if t.Prompt == "" {
 		return Command{}, errors.New("runners: codex: empty prompt")
+	}
+	if n := utf8.RuneCountInString(t.Prompt); n > codexMaxPrompt {
+		return Command{}, fmt.Errorf("runners: codex: prompt of %d characters is over codex's limit of %d", n, codexMaxPrompt)
 	}
 	if len(t.Allow) > 0 {
 		return Command{}, fmt.Errorf("runners: codex: tool rules %q not supported: codex's sandbox mode decides what the model may run", t.Allow)

@@ -43,7 +43,7 @@ func TestCodexCommand(t *testing.T) {
 		{
 			name:     "a reviewer's new turn",
 			codex:    Codex{Model: "gpt-5.5", BaseURL: "http://127.0.0.1:4000/v1", Home: "/run/spawn/codex"},
-			turn:     Turn{Prompt: "review", Dir: "/w", MaxTurns: 5}, // codex has no turn cap
+			turn:     Turn{Prompt: strings.Repeat("é", 1<<20), Dir: "/w", MaxTurns: 5}, // codex's longest prompt; no turn cap
 			wantPath: "codex",
 			wantArgs: concat([]string{"exec", "--json", "-m", "gpt-5.5"}, provider,
 				[]string{"-c", `model_providers.spawn.env_key="OPENAI_API_KEY"`,
@@ -102,6 +102,7 @@ func TestCodexCommandRefuses(t *testing.T) {
 	}{
 		{"no model", func(c *Codex) { c.Model = "" }, Turn{Prompt: "p"}, "no model"},
 		{"empty prompt", nil, Turn{}, "empty prompt"},
+		{"a prompt over codex's limit", nil, Turn{Prompt: strings.Repeat("é", 1<<20+1)}, "over codex's limit of 1048576"},
 		{"tool rules", nil, Turn{Prompt: "p", Allow: []string{"Bash(git:*)"}}, "not supported"},
 		{"no base URL", func(c *Codex) { c.BaseURL = "" }, Turn{Prompt: "p"}, "not an http(s) URL"},
 		{"a base URL of another scheme", func(c *Codex) { c.BaseURL = "file:///etc" }, Turn{Prompt: "p"}, "not an http(s) URL"},
