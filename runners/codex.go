@@ -63,8 +63,12 @@ const codexKeyEnv = "OPENAI_API_KEY"
 // of spawn's own, defined with -c settings: the built-in OpenAI provider
 // ignores OPENAI_BASE_URL.
 type Codex struct {
-	Bin   string // "codex" or a path; "" means "codex"
-	Model string // -m; required. Models codex's catalog knows (gpt-5.5...) get apply_patch as a freeform tool; others get a warning item and no apply_patch at all
+	Bin string // "codex" or a path; "" means "codex"
+	// Model is -m; required. A model codex's catalog knows (gpt-5.5,
+	// gpt-5.6-sol, gpt-6-sol...) is offered apply_patch as a freeform
+	// (custom) tool; another one gets an error item ("Model metadata for
+	// ... not found") and no apply_patch at all.
+	Model string
 	// BaseURL is the model provider's base_url, up to and including /v1:
 	// codex posts to <BaseURL>/responses. Required; http or https.
 	BaseURL string
@@ -126,9 +130,10 @@ var codexSandboxes = []CodexSandbox{CodexReadOnly, CodexWorkspaceWrite, CodexFul
 // allow (a patch in read-only mode, a command asking for escalation).
 // The model is offered exec_command, write_stdin, request_user_input and
 // apply_patch: web search, sub-agents, goals, images and plugins are off.
-// The last settings stop codex's calls home (an update check, analytics,
-// the plugin marketplace): without them a sandbox without network waits
-// about 5 s on DNS. --ignore-user-config skips $CODEX_HOME/config.toml,
+// check_for_update_on_startup, analytics.enabled and features.plugins stop
+// codex's calls home (an update check and analytics to chatgpt.com and
+// ab.chatgpt.com, the plugin marketplace to api.github.com): without them
+// a sandbox without network waits about 5 s on DNS. --ignore-user-config skips $CODEX_HOME/config.toml,
 // --ignore-rules the user's and the repository's command rules;
 // a repository's .codex/config.toml is not read either (codex reads it only
 // for a trusted project). The environment sets CODEX_HOME.
@@ -153,7 +158,7 @@ func (c *Codex) Command(t Turn) (Command, error) {
 	}
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Command{}, fmt.Errorf("runners: codex: base URL %q is not an http(s) URL", c.BaseURL)
+		return Command{}, fmt.Errorf("runners: codex: base URL %q is not an http(s) URL: give the model API's base URL, up to /v1", c.BaseURL)
 	}
 	if c.Home == "" || !filepath.IsAbs(c.Home) {
 		return Command{}, fmt.Errorf("runners: codex: CODEX_HOME %q must be an absolute path", c.Home)
