@@ -114,6 +114,8 @@ var codexSandboxes = []CodexSandbox{CodexReadOnly, CodexWorkspaceWrite, CodexFul
 //	      -c model_providers.spawn.env_key="OPENAI_API_KEY"
 //	      [-c model_providers.spawn.request_max_retries=N
 //	       -c model_providers.spawn.stream_max_retries=N]
+//	      -c shell_environment_policy.ignore_default_excludes=false
+//	      -c shell_environment_policy.exclude=["OPENAI_API_KEY"]
 //	      -c sandbox_mode="MODE" -c approval_policy="never"
 //	      -c web_search="disabled" -c features.multi_agent=false
 //	      -c features.goals=false -c features.view_image=false
@@ -124,7 +126,10 @@ var codexSandboxes = []CodexSandbox{CodexReadOnly, CodexWorkspaceWrite, CodexFul
 //	      [THREAD_ID] -
 //
 // The prompt goes on stdin ("-"); a resumed turn names t.Resume, the
-// thread id of the session's thread.started event. The sandbox is set with
+// thread id of the session's thread.started event. The commands the model
+// runs get codex's environment without the key variable and without any
+// variable whose name holds KEY, SECRET or TOKEN (codex 0.171.0 passes
+// them all on unless told otherwise). The sandbox is set with
 // -c sandbox_mode because `exec resume` has no -s flag; approval_policy
 // "never" makes codex refuse, never ask, whatever its sandbox does not
 // allow (a patch in read-only mode, a command asking for escalation).
@@ -193,6 +198,8 @@ func (c *Codex) Command(t Turn) (Command, error) {
 		settings = append(settings, p+"request_max_retries="+n, p+"stream_max_retries="+n)
 	}
 	settings = append(settings,
+		"shell_environment_policy.ignore_default_excludes=false",
+		"shell_environment_policy.exclude=["+tomlString(keyEnv)+"]",
 		"sandbox_mode="+tomlString(string(mode)),
 		"approval_policy="+tomlString("never"),
 		"web_search="+tomlString("disabled"),

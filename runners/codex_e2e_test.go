@@ -146,13 +146,14 @@ func TestCodexCoderRunsACommandAndWritesAFileWithApplyPatch(t *testing.T) {
 	t.Parallel()
 	s := newCodexSeat(t, modelserver.Scenario{OpenAI: []modelserver.Script{{Match: "add hello.txt", Turns: []modelserver.Turn{
 		{Text: "Let me look around.", Tools: []modelserver.ToolCall{{ID: "call_status", Name: "exec_command",
-			Input: map[string]any{"cmd": "git status --short && ls"}}}},
+			Input: map[string]any{"cmd": "git status --short && ls && echo key=[$OPENAI_API_KEY] plain=[$PLAIN] tokens=$(env | grep -c _TOKEN=)"}}}},
 		{Tools: []modelserver.ToolCall{{ID: "call_patch", Name: "apply_patch",
 			Input: map[string]any{"input": "*** Begin Patch\n*** Add File: hello.txt\n+hello from codex\n*** End Patch\n"}}}},
 		{Tools: []modelserver.ToolCall{{ID: "call_cat", Name: "exec_command", Input: map[string]any{"cmd": "cat hello.txt"}}}},
 		{Text: "Added hello.txt."},
 	}}}}, CodexWorkspaceWrite)
 
+	s.env = append(s.env, "GH_TOKEN=gh-secret", "PLAIN=plain")
 	r := s.run(Turn{Prompt: "add hello.txt"}, "coder")
 	require.NoError(t, r.err)
 
@@ -177,7 +178,7 @@ func TestCodexCoderRunsACommandAndWritesAFileWithApplyPatch(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{
-		`command_execution {"command":"/bin/bash -lc 'git status --short \u0026\u0026 ls'"}`,
+		`command_execution {"command":"/bin/bash -lc 'git status --short \u0026\u0026 ls \u0026\u0026 echo key=[$OPENAI_API_KEY] plain=[$PLAIN] tokens=$(env | grep -c _TOKEN=)'"}`,
 		`file_change {"changes":[{"path":"` + s.repo + `/hello.txt","kind":"add"}]}`,
 		`command_execution {"command":"/bin/bash -lc 'cat hello.txt'"}`,
 	}, uses)
@@ -185,7 +186,8 @@ func TestCodexCoderRunsACommandAndWritesAFileWithApplyPatch(t *testing.T) {
 	for _, tr := range results {
 		assert.False(t, tr.IsError, tr.Content)
 	}
-	assert.Equal(t, "README.md\n", results[0].Content)
+	// # the commands saw the environment without the key and secrets
+	assert.Equal(t, "README.md\nkey=[] plain=[plain] tokens=0\n", results[0].Content)
 	assert.Equal(t, "add "+s.repo+"/hello.txt", results[1].Content)
 	assert.Equal(t, "hello from codex\n", results[2].Content)
 

@@ -15,6 +15,8 @@ import (
 // codexSettings are the -c settings every codex turn gets after the
 // provider's, as Command's doc lists them.
 var codexSettings = []string{
+	"-c", "shell_environment_policy.ignore_default_excludes=false",
+	"-c", `shell_environment_policy.exclude=["OPENAI_API_KEY"]`,
 	"-c", `sandbox_mode="read-only"`, "-c", `approval_policy="never"`,
 	"-c", `web_search="disabled"`, "-c", "features.multi_agent=false",
 	"-c", "features.goals=false", "-c", "features.view_image=false",
@@ -59,7 +61,8 @@ func TestCodexCommand(t *testing.T) {
 			wantArgs: concat([]string{"exec", "resume", "--json", "-m", "gpt-5.5"}, provider,
 				[]string{"-c", `model_providers.spawn.env_key="SPAWN_SEAT_KEY"`,
 					"-c", "model_providers.spawn.request_max_retries=2", "-c", "model_providers.spawn.stream_max_retries=2"},
-				strings.Split(coder, "\x00"), []string{"01a219b5-fd50-74b0-afb1-1ed61034aa40", "-"}),
+				strings.Split(strings.Replace(coder, `exclude=["OPENAI_API_KEY"]`, `exclude=["SPAWN_SEAT_KEY"]`, 1), "\x00"),
+				[]string{"01a219b5-fd50-74b0-afb1-1ed61034aa40", "-"}),
 		},
 	}
 	for _, tc := range tests {
@@ -167,11 +170,11 @@ func TestCodexParseTranscripts(t *testing.T) {
 		{
 			file: "codex-coder.stdout.jsonl",
 			toolUses: []string{
-				`command_execution {"command":"/bin/bash -lc 'git status --short \u0026\u0026 ls'"}`,
+				`command_execution {"command":"/bin/bash -lc 'git status --short \u0026\u0026 ls \u0026\u0026 echo key=[$OPENAI_API_KEY] plain=[$PLAIN] tokens=$(env | grep -c _TOKEN=)'"}`,
 				`file_change {"changes":[{"path":"/sandbox/work/hello.txt","kind":"add"}]}`,
 				`command_execution {"command":"/bin/bash -lc 'cat hello.txt'"}`,
 			},
-			toolResults: []string{"ok README.md\n", "ok add /sandbox/work/hello.txt", "ok hello from codex\n"},
+			toolResults: []string{"ok README.md\nkey=[] plain=[plain] tokens=0\n", "ok add /sandbox/work/hello.txt", "ok hello from codex\n"},
 			text:        "Let me look around.\n\nAdded hello.txt.",
 			numTurns:    4,
 			usage:       Usage{InputTokens: 40, CachedTokens: 8, OutputTokens: 20},
@@ -344,17 +347,17 @@ func TestCodexClassify(t *testing.T) {
 		events := readCodexTranscript(t, c, file)
 		return events[len(events)-1].Result
 	}
-	// The usage-limit transcripts were recorded at 21:33 UTC on 2026-11-26
+	// The usage-limit transcripts were recorded at 21:47 UTC on 2026-11-26
 	// (TZ=UTC): one resets three hours later, on the next day, the other ten
 	// minutes later, the same day.
-	now := time.Date(2026, 11, 26, 21, 33, 30, 0, time.UTC)
+	now := time.Date(2026, 11, 26, 21, 47, 50, 0, time.UTC)
 	f := c.Classify(result("codex-err429_usage_limit.stdout.jsonl"), "", now)
 	assert.Equal(t, FailureUsageLimit, f.Kind)
-	assert.Equal(t, time.Date(2026, 11, 27, 0, 34, 0, 0, time.UTC), f.ResetAt)
+	assert.Equal(t, time.Date(2026, 11, 27, 0, 48, 0, 0, time.UTC), f.ResetAt)
 	assert.Contains(t, f.Message, "You’ve hit your usage limit.")
 	f = c.Classify(result("codex-err429_usage_limit_soon.stdout.jsonl"), "", now)
 	assert.Equal(t, FailureUsageLimit, f.Kind)
-	assert.Equal(t, time.Date(2026, 11, 26, 21, 44, 0, 0, time.UTC), f.ResetAt)
+	assert.Equal(t, time.Date(2026, 11, 26, 21, 59, 0, 0, time.UTC), f.ResetAt)
 
 	for file, want := range map[string]FailureKind{
 		"codex-text.stdout.jsonl":              FailureNone,

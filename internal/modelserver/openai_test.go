@@ -320,7 +320,7 @@ func TestRecordedCodexRequest(t *testing.T) {
 	results := reqs[0].ToolResults()
 	require.Len(t, results, 3)
 	for i, want := range []struct{ id, name, content string }{
-		{"call_status", "exec_command", "Process exited with code 0\nOriginal token count: 3\nOutput:\nREADME.md\n"},
+		{"call_status", "exec_command", "Process exited with code 0\n"},
 		{"call_patch", "apply_patch", "Success. Updated the following files:\nA hello.txt\n"},
 		{"call_cat", "exec_command", "Output:\nhello from codex\n"},
 	} {
