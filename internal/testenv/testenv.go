@@ -55,6 +55,10 @@ func Claude(t testing.TB) string { return agent(t, "claude") }
 // Gemini returns the path of the pinned real gemini binary.
 func Gemini(t testing.TB) string { return agent(t, "gemini") }
 
+// Codex returns the path of the pinned real codex binary (a node shim that
+// runs the Rust binary of the optional package @openai/codex-linux-x64).
+func Codex(t testing.TB) string { return agent(t, "codex") }
+
 // Env returns a minimal environment for spawn and its agents: PATH, a
 // fresh HOME and TMPDIR, no phone-home, plus extra. Nothing of the
 // developer's own environment (API keys, config) leaks in.
