@@ -209,7 +209,7 @@ func deputyStory(t *testing.T, home, mark string) modelserver.Scenario {
 			{ID: "gomod", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/go.mod", "content": "module attack\n\ngo 1.21\n"}},
 			{ID: "attack", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/attack_test.go", "content": src.String()}},
 		}},
-		{Tools: []modelserver.ToolCall{{ID: "go-test", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -v ./...", "description": "run the tests"}}}},
+		{Tools: []modelserver.ToolCall{{ID: "go-test", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -v ./...", "description": "run the tests", "timeout": 600000}}}},
 		{Text: "Done."},
 	}}}}
 }
@@ -501,7 +501,7 @@ func TestACoderCannotReachTheReviewersFilesOrRoute(t *testing.T) {
 			{ID: "siblings", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/siblings_test.go", "content": siblingAttack}},
 			{ID: "e1", Name: "Edit", Input: map[string]any{"file_path": "{{workdir}}/calc.go", "old_string": "t := 1", "new_string": "t := 0"}},
 		}},
-		{Tools: []modelserver.ToolCall{{ID: "go-test", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -v -run TestSiblings ./...", "description": "test"}}}},
+		{Tools: []modelserver.ToolCall{{ID: "go-test", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -v -run TestSiblings ./...", "description": "test", "timeout": 600000}}}},
 		{Text: "Fixed the initial value."},
 	}}
 	r := runTeam(t, observability.ModePingpong, modelserver.Scenario{
@@ -554,7 +554,7 @@ echo TOOLCHAINS OK
 			{ID: "mk", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/hello.mk", "content": "all:\n\t@echo make $$((6*7))\n"}},
 			{ID: "sh", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/toolchains.sh", "content": script}},
 		}},
-		{Tools: []modelserver.ToolCall{{ID: "run", Name: "Bash", Input: map[string]any{"command": "sh toolchains.sh", "description": "run the toolchains"}}}},
+		{Tools: []modelserver.ToolCall{{ID: "run", Name: "Bash", Input: map[string]any{"command": "sh toolchains.sh", "description": "run the toolchains", "timeout": 600000}}}},
 		{Text: "Done."},
 	}}}}
 	r := runSolo(t, sc, "check the toolchains", func(c *config.Config) {
@@ -617,7 +617,7 @@ func TestSpend(t *testing.T) {
 				{ID: "gomod", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/go.mod", "content": "module spend\n\ngo 1.21\n"}},
 				{ID: "t", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/spend_test.go", "content": spender}},
 			}},
-			{Tools: []modelserver.ToolCall{{ID: "go-test", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -v ./...", "description": "test"}}}},
+			{Tools: []modelserver.ToolCall{{ID: "go-test", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -v ./...", "description": "test", "timeout": 600000}}}},
 			{Text: "Done."},
 		}},
 	}}
@@ -628,4 +628,102 @@ func TestSpend(t *testing.T) {
 	assert.Equal(t, KindBudget, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "max_cost_usd")
 	assert.Equal(t, "work", testenv.Git(t, r.repo, "show", r.rec.Branch+":work.txt"))
+}
+
+// A coder that plants git pointers in its store (a commondir and a gitdir
+// leading to ~/.ssh through .. and a link) gets nothing from `spawn
+// resume`: spawn derives every path of the run from its id and binds
+// nothing it read in the worktree, so the resumed coder can neither read
+// the user's key nor append to authorized_keys, and the run goes on.
+func TestResumeBindsNothingTheCoderPointedAt(t *testing.T) {
+	requireBwrap(t)
+	home := t.TempDir()
+	sshKey := canary(t, "ssh")
+	require.NoError(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte(sshKey), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".ssh", "authorized_keys"), []byte("ssh-ed25519 AAAA user\n"), 0o600))
+	plant := `package calc
+
+import (
+	"os"
+	"testing"
+)
+
+func TestPlant(t *testing.T) {
+	ssh := ` + "`" + filepath.Join(home, ".ssh") + "`" + `
+	os.WriteFile(".git/commondir", []byte("../../../../../../../.."+ssh+"\n"), 0o644)
+	os.WriteFile(".git/gitdir", []byte(ssh+"\n"), 0o644)
+	os.Symlink(ssh, ".git/admin")
+	os.WriteFile(".git.pointer", []byte("gitdir: .git/admin\n"), 0o644)
+}
+`
+	reachTest := `package calc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestReach(t *testing.T) {
+	ssh := ` + "`" + filepath.Join(home, ".ssh") + "`" + `
+	for _, p := range []string{filepath.Join(ssh, "id_ed25519"), ".git/admin/id_ed25519"} {
+		if b, err := os.ReadFile(p); err == nil {
+			fmt.Println("HARM read", p, len(b))
+		} else {
+			fmt.Println("BLOCKED read", p, err)
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(ssh, "authorized_keys"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		f.WriteString("ssh-ed25519 ATTACKER\n")
+		f.Close()
+		fmt.Println("HARM appended")
+	} else {
+		fmt.Println("BLOCKED append", err)
+	}
+	fmt.Println("REACH DONE")
+}
+`
+	bug := finding("high", "technical_feasibility", "calc.go", 19, "Total starts from one")
+	coder := modelserver.Script{Turns: []modelserver.Turn{
+		{Tools: []modelserver.ToolCall{
+			{ID: "w1", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/calc.go", "content": calcSource}},
+			{ID: "gomod", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/go.mod", "content": "module calc\n\ngo 1.21\n"}},
+			{ID: "plant", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/plant_test.go", "content": plant}},
+		}},
+		{Tools: []modelserver.ToolCall{{ID: "go-plant", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -run TestPlant ./...", "description": "test", "timeout": 600000}}}},
+		{Text: "Added Total."},
+		{Tools: []modelserver.ToolCall{
+			{ID: "reach", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/reach_test.go", "content": reachTest}},
+			{ID: "e1", Name: "Edit", Input: map[string]any{"file_path": "{{workdir}}/calc.go", "old_string": "t := 1", "new_string": "t := 0"}},
+		}},
+		{Tools: []modelserver.ToolCall{{ID: "go-reach", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -v -run TestReach ./...", "description": "test", "timeout": 600000}}}},
+		{Text: "Fixed the initial value."},
+	}}
+	r := runTeam(t, observability.ModePingpong, modelserver.Scenario{
+		Anthropic: []modelserver.Script{coder},
+		Gemini:    reviewRounds(answer("request_changes", nil, bug), answer("approve", []string{bug.ID})),
+	}, func(c *config.Config) { c.Team.MaxIterations = 1 }, "HOME="+home)
+	require.Equal(t, observability.VerdictChangesRequested, r.rec.Verdict)
+
+	rec, err := Resume(t.Context(), ResumeOptions{Ref: "last", Config: r.cfg, RepoDir: r.repo, Env: r.env}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, observability.VerdictApproved, rec.Verdict)
+	var reached string
+	for _, req := range r.srv.Requests() {
+		require.NotContains(t, string(req.Body), sshKey)
+		for _, res := range req.ToolResults() {
+			if res.ID == "go-reach" {
+				reached = res.Content
+			}
+		}
+	}
+	require.Contains(t, reached, "REACH DONE")
+	assert.NotContains(t, reached, "HARM")
+	keys, err := os.ReadFile(filepath.Join(home, ".ssh", "authorized_keys"))
+	require.NoError(t, err)
+	assert.Equal(t, "ssh-ed25519 AAAA user\n", string(keys))
+	assert.Contains(t, testenv.Git(t, r.repo, "show", rec.Branch+":calc.go"), "t := 0")
 }

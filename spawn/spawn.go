@@ -432,6 +432,11 @@ func (r *run) commitLeftovers(ctx context.Context, round int) error {
 	saved, err := r.sb.Save(ctx, r.conf.helperJail(), r.red.String(msg))
 	r.noteLeftovers(saved.Leftovers)
 	coder := agent{llm: observability.LLMClaude, role: observability.RoleCoder, round: round, cli: "claude"}
+	if len(saved.Removed) > 0 {
+		r.security(coder, observability.FindingSandboxBlocked, observability.SeverityHigh, r.sb.Path,
+			fmt.Sprintf("the coder planted %s in its git store, which would have led git out of it; spawn removed them", strings.Join(saved.Removed, " and ")),
+			"Read the run's branch before merging: an agent that plants git pointers was probably prompt-injected.")
+	}
 	if saved.HeadRef != "" && saved.HeadRef != "refs/heads/"+r.sb.Branch {
 		r.security(coder, observability.FindingSandboxBlocked, observability.SeverityHigh, r.sb.Path,
 			fmt.Sprintf("the coder pointed its git store's HEAD at %s instead of the run's branch; spawn published its commits on %s only, and nothing of yours moved", saved.HeadRef, r.sb.Branch),

@@ -66,6 +66,7 @@ type helperAnswer struct {
 	Changed   int          `json:"changed"`   // paths that differed from HEAD
 	Leftovers []string     `json:"leftovers"` // work in submodules the commit cannot hold
 	Pack      bool         `json:"pack"`      // a pack follows the line
+	Removed   []string     `json:"removed"`   // pointers planted in the store that the helper removed
 	Error     string       `json:"error,omitempty"`
 }
 
@@ -140,6 +141,17 @@ func serve(ctx context.Context, req helperRequest) (ans helperAnswer, pack *proc
 	repo, err := store(dir)
 	if err != nil {
 		return ans, nil, err
+	}
+	// A store spawn made is a repository of its own: these files would make
+	// git take it for another's worktree and follow them elsewhere.
+	for _, name := range []string{"commondir", "gitdir"} {
+		p := filepath.Join(dir, ".git", name)
+		if _, err := os.Lstat(p); err == nil {
+			if err := os.Remove(p); err != nil {
+				return ans, nil, fmt.Errorf("remove %s, which the coder planted in its git store: %w", p, err)
+			}
+			ans.Removed = append(ans.Removed, ".git/"+name)
+		}
 	}
 	st, err := repo.Changes(ctx)
 	if err != nil {

@@ -429,6 +429,9 @@ type Saved struct {
 	// Published is the run's branch's tip in the user's repository after
 	// Save.
 	Published string
+	// Removed are pointers the coder planted in its store (a commondir, a
+	// gitdir) that would have led git elsewhere: Save removed them.
+	Removed []string
 }
 
 // Save is what spawn does after an agent's turn: through jail, its git
@@ -454,7 +457,7 @@ func (s *Sandbox) Save(ctx context.Context, jail Jail, msg string) (_ Saved, err
 	}
 	defer func() { err = errors.Join(err, pack.Close(), os.Remove(pack.Name())) }()
 	ans, err := runHelper(ctx, jail, s.Exe, s.Path, helperRequest{Mode: modeSave, Message: msg, Name: s.name, Email: s.email, Base: s.Base, Known: s.published}, pack)
-	saved := Saved{Committed: ans.Committed, HeadRef: ans.HeadRef, Leftovers: ans.Leftovers, Published: s.published}
+	saved := Saved{Committed: ans.Committed, HeadRef: ans.HeadRef, Leftovers: ans.Leftovers, Published: s.published, Removed: ans.Removed}
 	if err != nil {
 		return saved, err
 	}
