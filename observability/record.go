@@ -15,18 +15,22 @@ const Schema = "spawn.record/v1"
 // Record is everything spawn knows about one run. Every key is always
 // present in its JSON form; lists are [] when empty, never null.
 type Record struct {
-	Schema               string              `json:"schema"`
-	ID                   string              `json:"id"`
-	Task                 string              `json:"task"`
-	Mode                 Mode                `json:"mode"`
-	Status               Status              `json:"status"`
-	Verdict              Verdict             `json:"verdict"`
-	ExitCode             int                 `json:"exit_code"`
-	Repo                 string              `json:"repo"`
-	Base                 string              `json:"base"`
-	Branch               string              `json:"branch"`
-	SandboxPath          string              `json:"sandbox_path"`
-	Isolation            *Isolation          `json:"isolation"` // how the agents were confined; nil for a run rejected before
+	Schema      string     `json:"schema"`
+	ID          string     `json:"id"`
+	Task        string     `json:"task"`
+	Mode        Mode       `json:"mode"`
+	Status      Status     `json:"status"`
+	Verdict     Verdict    `json:"verdict"`
+	ExitCode    int        `json:"exit_code"`
+	Repo        string     `json:"repo"`
+	Base        string     `json:"base"`
+	Branch      string     `json:"branch"`
+	SandboxPath string     `json:"sandbox_path"`
+	Isolation   *Isolation `json:"isolation"` // how the agents were confined; nil for a run rejected before
+	// Seats are the run's agents: the coder and each reviewer of the
+	// board, with its CLI, model and model family. Empty in a record of a
+	// run rejected before it began, and in records older than seats.
+	Seats                []Seat              `json:"seats"`
 	StartedAt            time.Time           `json:"started_at"`
 	FinishedAt           *time.Time          `json:"finished_at"`
 	DurationMS           int64               `json:"duration_ms"`
@@ -66,6 +70,19 @@ type Record struct {
 	Notes []string `json:"notes"`
 }
 
+// Seat is one agent of a run: the coder, or a reviewer of the board.
+type Seat struct {
+	Role Role `json:"role"`
+	// Seat is a reviewer's name on the board ("codex"); "" for the coder.
+	Seat string `json:"seat"`
+	LLM  LLM    `json:"llm"`
+	// Model is the model configured for the seat; "" is the CLI's default
+	// (the command lines' model says which it ran).
+	Model string `json:"model"`
+	// Family is the model family ("anthropic", "openai", "google").
+	Family string `json:"family"`
+}
+
 // CommandLine is one agent process spawn started.
 type CommandLine struct {
 	LLM        LLM       `json:"llm"`
@@ -81,8 +98,11 @@ type CommandLine struct {
 	// Session is the agent's session id, from its init or result event;
 	// "" when it reported none. spawn resume resumes the coder's.
 	Session string `json:"session"`
-	Stdout  string `json:"stdout"` // transcript file, relative to the run directory
-	Stderr  string `json:"stderr"`
+	// Model is the model the agent said it runs (its init event); "" when
+	// it did not say.
+	Model  string `json:"model"`
+	Stdout string `json:"stdout"` // transcript file, relative to the run directory
+	Stderr string `json:"stderr"`
 	// Tools are the tools the agent was offered: the list its CLI reported
 	// (claude's init event), else the reviewer's allowlist less its
 	// exclusions (gemini reports none). Empty when unknown.
@@ -161,6 +181,18 @@ type Finding struct {
 	Detail     string        `json:"detail"`
 	Suggestion string        `json:"suggestion"`
 	Status     FindingStatus `json:"status"`
+	// RaisedBy are the reviewer seats that reported the finding (their
+	// review_feedback domains: "all", "security", "codex",
+	// "codex/security"), in the order they did.
+	RaisedBy []string `json:"raised_by"`
+}
+
+// MarshalJSON encodes the finding with raised_by [] when it is empty.
+func (f Finding) MarshalJSON() ([]byte, error) {
+	type plain Finding
+	p := plain(f)
+	p.RaisedBy = nonNil(p.RaisedBy)
+	return json.Marshal(p)
 }
 
 // SecurityFinding is a finding about security: every finding of the
@@ -451,6 +483,9 @@ type Message struct {
 type Error struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
+	// ResetAt is, for a usage limit (kind usage_limit), when the agent's
+	// provider said the limit resets; nil when it did not say.
+	ResetAt *time.Time `json:"reset_at"`
 }
 
 // New returns a running record with every list empty.
@@ -487,6 +522,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	p.PermissionsRequested = nonNil(p.PermissionsRequested)
 	p.PermissionsGranted = nonNil(p.PermissionsGranted)
 	p.ReviewFeedback = nonNil(p.ReviewFeedback)
+	p.Seats = nonNil(p.Seats)
 	p.Resumes = nonNil(p.Resumes)
 	p.GitHubStatuses = nonNil(p.GitHubStatuses)
 	p.GitHubThreads = nonNil(p.GitHubThreads)

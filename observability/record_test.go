@@ -15,7 +15,7 @@ import (
 // recordKeys is the record's contract: every one of these keys is present.
 var recordKeys = []string{
 	"schema", "id", "task", "mode", "status", "verdict", "exit_code", "repo", "base", "branch",
-	"sandbox_path", "isolation", "started_at", "finished_at", "duration_ms", "command_lines",
+	"sandbox_path", "isolation", "seats", "started_at", "finished_at", "duration_ms", "command_lines",
 	"permissions_requested", "permissions_granted", "review_feedback", "security_findings",
 	"commits", "pr_url", "pull_request", "github_threads", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages",
 	"messages", "resumes", "github_statuses", "usage", "error", "notes",
@@ -32,7 +32,7 @@ func TestNewRecordHasEveryKeyAndEmptyLists(t *testing.T) {
 		require.Contains(t, m, k)
 	}
 	for _, k := range []string{"command_lines", "permissions_requested", "permissions_granted", "review_feedback",
-		"security_findings", "commits", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages", "messages", "resumes", "github_statuses", "github_threads", "notes"} {
+		"security_findings", "commits", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages", "messages", "resumes", "github_statuses", "github_threads", "notes", "seats"} {
 		assert.Equal(t, "[]", string(m[k]), k)
 	}
 	for _, k := range []string{"pr_url", "pull_request", "error", "finished_at", "isolation"} {

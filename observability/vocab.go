@@ -158,6 +158,7 @@ type LLM string
 // The LLMs.
 const (
 	LLMClaude LLM = "claude-code"
+	LLMCodex  LLM = "codex-cli"
 	LLMGemini LLM = "gemini-cli"
 	LLMSpawn  LLM = "spawn"
 )

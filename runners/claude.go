@@ -19,6 +19,7 @@ type Claude struct {
 	AppendSystemPrompt string   // --append-system-prompt when not empty
 	MaxRetries         int      // CLAUDE_CODE_MAX_RETRIES when >= 0 (bounds the CLI's own API retries; 0: none); negative keeps the CLI's default
 	Settings           string   // --settings when not empty: a settings file for this invocation only (spawn's hooks, see ClaudeHookSettings)
+	Environ            []string // the seat's environment (Env)
 }
 
 // Command returns the claude process for one turn:
@@ -95,6 +96,9 @@ func (c *Claude) Command(t Turn) (Command, error) {
 	}
 	return Command{Path: bin, Args: args, Env: env, Dir: t.Dir, Stdin: t.Prompt}, nil
 }
+
+// claudeToolKinds are claude's tools that run commands or write files.
+var claudeToolKinds = map[string]ToolKind{"Bash": ToolShell, "Write": ToolEdit, "Edit": ToolEdit, "MultiEdit": ToolEdit, "NotebookEdit": ToolEdit}
 
 // claudeLine is one line of claude's stream-json output. Only the fields
 // spawn reads are declared; which ones are set depends on Type and Subtype.
@@ -272,7 +276,7 @@ func (c *Claude) parse(r io.Reader, out func(Event), fast bool) error {
 				case "text":
 					emit(Event{Kind: KindText, Message: id, Usage: usage, Text: blk.Text})
 				case "tool_use":
-					emit(Event{Kind: KindToolUse, Message: id, Usage: usage, ToolUse: &ToolUse{ID: blk.ID, Name: blk.Name, Input: blk.Input}})
+					emit(Event{Kind: KindToolUse, Message: id, Usage: usage, ToolUse: &ToolUse{ID: blk.ID, Name: blk.Name, Input: blk.Input, Kind: claudeToolKinds[blk.Name]}})
 				}
 			}
 		case "user":

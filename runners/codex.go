@@ -99,6 +99,11 @@ type Codex struct {
 	// always off (features.unbounded_connection_retries=false): with them
 	// an unreachable model makes codex wait forever.
 	MaxRetries int
+	// Preamble, when set, comes before the prompt of a new session (codex
+	// has no flag for an added system prompt).
+	Preamble string
+	// Environ is the seat's environment (Env).
+	Environ []string
 }
 
 // codexSandboxes lists the sandbox modes Command accepts.
@@ -232,7 +237,11 @@ func (c *Codex) Command(t Turn) (Command, error) {
 	if bin == "" {
 		bin = "codex"
 	}
-	return Command{Path: bin, Args: args, Env: []string{"CODEX_HOME=" + c.Home}, Dir: t.Dir, Stdin: t.Prompt}, nil
+	prompt := t.Prompt
+	if c.Preamble != "" && t.Resume == "" {
+		prompt = c.Preamble + "\n\n" + prompt
+	}
+	return Command{Path: bin, Args: args, Env: []string{"CODEX_HOME=" + c.Home}, Dir: t.Dir, Stdin: prompt}, nil
 }
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -441,11 +450,12 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 	}
 	name := it.Type
 	var in any
+	kind := ToolOther
 	switch it.Type {
 	case CodexToolCommand:
-		in = map[string]any{"command": it.Command}
+		in, kind = map[string]any{"command": it.Command}, ToolShell
 	case CodexToolFileChange:
-		in = map[string]any{"changes": it.Changes}
+		in, kind = map[string]any{"changes": it.Changes}, ToolEdit
 	case CodexToolMCP:
 		name = CodexToolMCP + ":" + it.Server + "/" + it.Tool
 		in = it.Arguments
@@ -456,7 +466,7 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 	if err != nil || len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
-	emit(Event{Kind: KindToolUse, Message: it.ID, ToolUse: &ToolUse{ID: it.ID, Name: name, Input: raw}})
+	emit(Event{Kind: KindToolUse, Message: it.ID, ToolUse: &ToolUse{ID: it.ID, Name: name, Input: raw, Kind: kind}})
 }
 
 // itemCompleted handles an item.completed line.

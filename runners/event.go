@@ -52,6 +52,67 @@ type ToolUse struct {
 	ID    string
 	Name  string
 	Input json.RawMessage
+	// Kind is what the call does, as the CLI's parser knows its tools.
+	Kind ToolKind
+}
+
+// ToolKind is what a tool call does, whatever the CLI calls the tool.
+type ToolKind string
+
+// The kinds of tool call spawn tells apart.
+const (
+	ToolOther ToolKind = ""      // anything else: a read, a search, a web call
+	ToolShell ToolKind = "shell" // runs a shell command (Command)
+	ToolEdit  ToolKind = "edit"  // writes files (Files)
+)
+
+// toolInput is what the tool inputs of every CLI hold of a command and
+// of the files written.
+type toolInput struct {
+	Command      string `json:"command"`
+	FilePath     string `json:"file_path"`
+	NotebookPath string `json:"notebook_path"`
+	Path         string `json:"path"`
+	Changes      []struct {
+		Path string `json:"path"`
+	} `json:"changes"`
+}
+
+// Command is the command a shell call runs, "" for another call or an
+// input without one. The input is decoded when asked: a stream holds
+// thousands of calls, and few are asked.
+func (t *ToolUse) Command() string {
+	if t.Kind != ToolShell {
+		return ""
+	}
+	var in toolInput
+	if json.Unmarshal(t.Input, &in) != nil {
+		return ""
+	}
+	return in.Command
+}
+
+// Files are the files an edit call writes, as its input names them.
+func (t *ToolUse) Files() []string {
+	if t.Kind != ToolEdit {
+		return nil
+	}
+	var in toolInput
+	if json.Unmarshal(t.Input, &in) != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
+		if p != "" {
+			return []string{p}
+		}
+	}
+	for _, c := range in.Changes {
+		if c.Path != "" {
+			out = append(out, c.Path)
+		}
+	}
+	return out
 }
 
 // ToolResult is the CLI's answer to one tool call.

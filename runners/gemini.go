@@ -28,6 +28,9 @@ type Gemini struct {
 	// directory above it are owned by root and not writable by group or
 	// others.)
 	Home string
+	// Environ is the seat's environment (Env); offered its tools (Offered).
+	Environ []string
+	offered []string
 }
 
 // Command returns the gemini process for one turn:
@@ -98,6 +101,9 @@ func (g *Gemini) Command(t Turn) (Command, error) {
 	}
 	return Command{Path: bin, Args: args, Env: env, Dir: t.Dir, Stdin: t.Prompt}, nil
 }
+
+// geminiToolKinds are gemini's tools that run commands or write files.
+var geminiToolKinds = map[string]ToolKind{"run_shell_command": ToolShell, "write_file": ToolEdit, "replace": ToolEdit}
 
 // geminiLine is one line of gemini's stream-json output. Only the fields
 // spawn reads are declared; which ones are set depends on Type.
@@ -212,7 +218,7 @@ func (s *geminiStream) line(l *geminiLine, emit func(Event)) {
 		emit(Event{Kind: KindText, Text: l.Content})
 	case "tool_use":
 		s.modelOutput()
-		emit(Event{Kind: KindToolUse, ToolUse: &ToolUse{ID: l.ToolID, Name: l.ToolName, Input: l.Parameters}})
+		emit(Event{Kind: KindToolUse, ToolUse: &ToolUse{ID: l.ToolID, Name: l.ToolName, Input: l.Parameters, Kind: geminiToolKinds[l.ToolName]}})
 	case "tool_result":
 		s.inTurn = false
 		tr := &ToolResult{ToolUseID: l.ToolID, IsError: l.Status == "error", Content: l.Output}

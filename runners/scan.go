@@ -568,6 +568,7 @@ func (m *fastMessage) events(kind string, events []Event, skip func(id string) b
 		case kind == "assistant" && b.typ == "text":
 			events = append(events, Event{Kind: KindText, Message: m.id, Usage: m.usage, Text: b.text})
 		case kind == "assistant" && b.typ == "tool_use":
+			b.toolUse.Kind = claudeToolKinds[b.toolUse.Name]
 			events = append(events, Event{Kind: KindToolUse, Message: m.id, Usage: m.usage, ToolUse: &b.toolUse})
 		}
 	}
@@ -820,6 +821,7 @@ func (s *jsonScanner) assistantBlock(events []Event) ([]Event, bool) {
 	case typ == "text":
 		events = append(events, Event{Kind: KindText, Text: text})
 	case typ == "tool_use":
+		tu.Kind = claudeToolKinds[tu.Name]
 		events = append(events, Event{Kind: KindToolUse, ToolUse: &tu})
 	}
 	return events, ok

@@ -11,27 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/team"
 	"github.com/infinite-improbability-drive/spawn/watcher"
 )
-
-// agentBinary finds an agent CLI in the PATH of env, or says how to get it.
-// Its folder is given without links (a sandbox shows the real one, not a
-// link to it: agents/node_modules may be one).
-func agentBinary(cli, command, npmPackage string, env []string) (string, error) {
-	bin, err := proc.LookPath(command, env)
-	if err != nil {
-		return "", errorf(KindMissingCLI, err, "the %s CLI (%s) was not found; install it with `npm install -g %s` or set runners.%s.command", cli, command, npmPackage, cli)
-	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(bin)); err == nil {
-		bin = filepath.Join(dir, filepath.Base(bin))
-	}
-	return bin, nil
-}
 
 // coderSystemPrompt tells the coder how it is being run.
 func (r *run) coderSystemPrompt() string {
@@ -47,34 +32,43 @@ func (r *run) coderSystemPrompt() string {
 // enforced. Then whatever the coder left is committed. The error is an
 // *Error saying why the turn failed: timeout, budget, interrupt, crash,
 // model API, or a record that cannot be written.
+//
+// A turn that ends at a usage limit that resets within wait_for_quota
+// waits for it and goes on in its session.
 func (r *run) Code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
+	return r.waitForQuota(ctx, r.pre.seats.coder.name(), func() (team.Reply, error) { return r.code(ctx, t) }, func(reply team.Reply) {
+		if reply.Session != "" {
+			t.Resume, t.Prompt = reply.Session, quotaResumed
+		}
+	})
+}
+
+// quotaResumed is the prompt of a coder session resumed after its usage
+// limit reset.
+const quotaResumed = "Your turn was cut off by your account's usage limit, which has now reset. Go on with the task where you left off, and finish it."
+
+func (r *run) code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
 	phase := PhaseCoder
 	if t.Round > 1 {
 		phase = PhaseFixing
 	}
 	r.emit(Event{Kind: EventPhase, Phase: phase, Round: t.Round})
 	cfg := r.opts.Config
-	claude := &runners.Claude{
-		Bin:                r.pre.claude,
-		Model:              cfg.Runners.Claude.Model,
-		PermissionMode:     cfg.Permissions.Mode,
-		AllowedTools:       cfg.Permissions.AllowedTools,
-		DisallowedTools:    cfg.Permissions.DeniedTools,
-		AppendSystemPrompt: r.coderSystemPrompt(),
-		MaxRetries:         cfg.Runners.Claude.MaxRetries,
-	}
 	policy, err := r.coderPolicy()
 	if err != nil {
 		return team.Reply{}, err
 	}
-	who := agent{llm: observability.LLMClaude, role: observability.RoleCoder, round: t.Round, cli: "claude"}
-	binds := r.coderHooks(claude, t.Round)
-	defer r.recordMessages()
-	coder, env, err := r.conf.coder(claude, binds)
+	cli := r.pre.seats.coder
+	who := agent{llm: cli.llm(), role: observability.RoleCoder, round: t.Round, cli: cli.name(), key: "coder"}
+	binds := r.coderHooks(cli, t.Round)
+	defer r.recordMessages(cli)
+	coder, env, err := r.conf.seat(cli, runners.Seat{Role: runners.RoleCoder, SystemPrompt: r.coderSystemPrompt(), Hooks: binds.settings,
+		Permissions: runners.Permissions{Mode: cfg.Permissions.Mode, Allowed: cfg.Permissions.AllowedTools, Denied: cfg.Permissions.DeniedTools}}, who.key, binds)
 	if err != nil {
 		return team.Reply{}, errorf(KindInternal, err, "cannot confine the coder: %v", err)
 	}
 	defer r.closeCage(coder)
+	r.noteSeat(who.key, coder)
 	who.env, policy.Watch = env, coder.watch
 	prompt := r.withMessages(t.Prompt, t.Round)
 	sess, err := r.guarded(ctx, who, func() (*watcher.Session, error) {
@@ -82,12 +76,31 @@ func (r *run) Code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
 	})
 	reply := replyOf(sess)
 	if err == nil {
-		err = r.classify(sess, who.cli)
+		err = r.classify(sess, who, coder)
 	}
 	// The work is saved even when ctx was cancelled (Ctrl-C, SIGHUP).
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	return reply, errors.Join(err, r.commitLeftovers(saveCtx, t.Round), r.recordError())
+}
+
+// noteSeat puts what a seat's agent says of how it runs (runners.Noter)
+// in the run's notes, once per seat.
+func (r *run) noteSeat(seat string, a *confined) {
+	n, ok := a.Agent.(runners.Noter)
+	if !ok || n.Note() == "" {
+		return
+	}
+	r.mu.Lock()
+	seen := r.noted[seat]
+	if r.noted == nil {
+		r.noted = map[string]bool{}
+	}
+	r.noted[seat] = true
+	r.mu.Unlock()
+	if !seen {
+		r.emit(Event{Kind: EventNote, Text: seat + ": " + n.Note()})
+	}
 }
 
 // closeCage removes an agent's cage once its session ended; a cage that
@@ -134,39 +147,40 @@ func (r *run) coderPolicy() (watcher.Policy, error) {
 // when t.Resume is set), read-only: a denied tool is recorded, never
 // granted. Seats may run concurrently. The error is an *Error classifying a
 // failure (auth, rate limit, unavailable model, crash, timeout, interrupt).
+//
+// A turn that ends at a usage limit that resets within wait_for_quota
+// waits for it and runs again.
 func (r *run) Review(ctx context.Context, t team.ReviewerTurn) (team.Reply, error) {
+	return r.waitForQuota(ctx, t.Reviewer, func() (team.Reply, error) { return r.review(ctx, t) }, func(team.Reply) {})
+}
+
+func (r *run) review(ctx context.Context, t team.ReviewerTurn) (team.Reply, error) {
 	r.emit(Event{Kind: EventPhase, Phase: PhaseReviewer, Round: t.Round, Seat: t.Seat})
-	home, err := r.geminiHome(t.Seat)
-	if err != nil {
-		return team.Reply{}, err
+	cli, ok := r.pre.seats.reviewer(t.Reviewer)
+	if !ok {
+		return team.Reply{}, errorf(KindInternal, nil, "no reviewer %q sits on the board", t.Reviewer)
 	}
 	cfg := r.opts.Config
-	gemini := &runners.Gemini{Bin: r.pre.gemini, Model: cfg.Runners.Gemini.Model, ApprovalMode: cfg.Runners.Gemini.ApprovalMode, Home: home}
 	policy := watcher.Policy{IdleTimeout: cfg.Spawn.IdleTimeout, ToolTimeout: cfg.Spawn.ToolTimeout, TotalTimeout: cfg.Spawn.TotalTimeout, Grace: r.opts.Grace}
-	who := agent{llm: observability.LLMGemini, role: observability.RoleReviewer, round: t.Round, seat: t.Seat, cli: "gemini",
-		tools: offered(cfg.Runners.Gemini.AllowedTools, cfg.Runners.Gemini.ExcludedTools)}
-	reviewer, env, err := r.conf.reviewer(gemini, seatDir(t.Seat))
+	who := agent{llm: cli.llm(), role: observability.RoleReviewer, round: t.Round, seat: t.Seat, cli: cli.name(), key: seatDir(t.Seat)}
+	reviewer, env, err := r.conf.seat(cli, runners.Seat{Role: runners.RoleReviewer}, who.key, coderBinds{})
 	if err != nil {
 		return team.Reply{}, errorf(KindInternal, err, "cannot confine the reviewer: %v", err)
 	}
 	defer r.closeCage(reviewer)
+	r.noteSeat(who.key, reviewer)
+	if o, ok := reviewer.Agent.(runners.Offered); ok {
+		who.tools = o.Offered()
+	}
 	who.env, policy.Watch = env, reviewer.watch
 	sess, err := r.guarded(ctx, who, func() (*watcher.Session, error) {
 		return r.supervise(ctx, reviewer, who, runners.Turn{Prompt: t.Prompt, Dir: r.sb.Path, Resume: t.Resume}, policy)
 	})
 	reply := replyOf(sess)
 	if err == nil {
-		err = r.classify(sess, who.cli)
+		err = r.classify(sess, who, reviewer)
 	}
 	return reply, errors.Join(err, r.recordError())
-}
-
-// seatDir names a reviewer seat's private directory.
-func seatDir(seat string) string {
-	if seat == "" {
-		return "reviewer"
-	}
-	return "reviewer-" + seat
 }
 
 // Head is the commit at the tip of the sandbox branch.
@@ -202,30 +216,6 @@ func (r *run) recordError() error {
 	return nil
 }
 
-// geminiHome returns the GEMINI_CLI_HOME of one reviewer seat: the home
-// of its private directory, prepared once with spawn's gemini settings.
-func (r *run) geminiHome(seat string) (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if home, ok := r.homes[seat]; ok {
-		return home, nil
-	}
-	dir, err := r.conf.private(seatDir(seat))
-	if err != nil {
-		return "", errorf(KindInternal, err, "cannot prepare the reviewer's home: %v", err)
-	}
-	home := filepath.Join(dir, "home")
-	g := r.opts.Config.Runners.Gemini
-	if err := runners.NewGeminiHome(home, runners.GeminiSettings{MaxRetries: g.MaxRetries, Tools: g.AllowedTools, ExcludedTools: g.ExcludedTools}); err != nil {
-		return "", errorf(KindInternal, err, "cannot prepare gemini's home: %v", err)
-	}
-	if r.homes == nil {
-		r.homes = map[string]string{}
-	}
-	r.homes[seat] = home
-	return home, nil
-}
-
 // agent names who runs in a supervised session.
 type agent struct {
 	llm   observability.LLM
@@ -233,6 +223,7 @@ type agent struct {
 	round int
 	seat  string
 	cli   string   // the CLI's name, for messages
+	key   string   // its seat's name at the relay: "coder", or its directory
 	env   []string // the whole environment its processes get (no credential)
 	// tools are the tools spawn lets the agent be offered, recorded when
 	// its CLI does not report them; nil when spawn does not restrict them.
@@ -254,6 +245,7 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 			r.opts.Config.Spawn.MaxCostUSD, spent, who.cli)
 	}
 	policy.MaxCostUSD = budget
+	r.spend.forget(who.key)
 	var mu sync.Mutex            // guards names, files and watchErrs, shared by the hooks of this session
 	names := map[int][2]string{} // process -> its transcripts' names in the run directory
 	var files []*os.File
@@ -380,8 +372,12 @@ func replyOf(sess *watcher.Session) team.Reply {
 
 // classify turns a session's outcome into spawn's error, nil on success.
 // The exit code alone is never trusted: a missing result event is a failure
-// even with exit code 0 (claude exits 0 on SIGINT).
-func (r *run) classify(sess *watcher.Session, cli string) error {
+// even with exit code 0 (claude exits 0 on SIGINT). Why a turn failed is
+// its CLI's adapter's to say (a runners.Failure); a usage limit's reset
+// time is the relay's, when the provider's answer said it and the CLI did
+// not.
+func (r *run) classify(sess *watcher.Session, who agent, a *confined) error {
+	cli := who.cli
 	hint := fmt.Sprintf("see the transcripts in %s", r.dir.Dir)
 	out := sess.Last()
 	switch sess.Stopped {
@@ -406,26 +402,39 @@ func (r *run) classify(sess *watcher.Session, cli string) error {
 			cli, r.opts.Config.Spawn.MaxCostUSD, r.spend.total())
 	}
 	res := out.Result
+	if res != nil && !res.IsError {
+		return nil
+	}
+	stderr := r.stderrOf(out.Pid)
+	if stderr == "" {
+		stderr = out.StderrTail
+	}
+	f := a.Agent.Classify(res, stderr, r.events.now())
+	if q, seen := r.spend.limit(who.key); f.Kind == runners.FailureUsageLimit || seen {
+		if err := r.usageLimit(who, f, q, seen); err != nil {
+			return err
+		}
+	}
+	baseVar := a.provider.BaseVar
 	if res == nil {
 		cause := out.ParseErr
 		if cause == nil {
 			cause = errors.New("no result event")
 		}
-		line := causeLine(r.stderrOf(out.Pid))
-		if line == "" {
-			line = out.StderrTail
-		}
-		if kind, msg := failure(cli, line); kind != "" {
+		line := causeLine(stderr)
+		if kind, msg := failure(cli, baseVar, line); kind != "" {
 			return errorf(kind, cause, "%s", msg)
+		}
+		if f.Kind == runners.FailureUnreachable || f.Kind == runners.FailureAuth {
+			if kind, msg := failureOf(cli, baseVar, f); kind != "" {
+				return errorf(kind, cause, "%s", msg)
+			}
 		}
 		said := ""
 		if line != "" {
 			said = fmt.Sprintf(" (it said on stderr: %q)", line)
 		}
 		return errorf(KindAgentCrashed, cause, "%s exited with code %d without a result%s; %s", cli, out.ExitCode, said, hint)
-	}
-	if !res.IsError {
-		return nil
 	}
 	text := strings.TrimSpace(res.Text)
 	if text == "" {
@@ -438,16 +447,21 @@ func (r *run) classify(sess *watcher.Session, cli string) error {
 			cli, r.opts.Config.Spawn.MaxCostUSD)
 	case status == 401 || status == 403:
 		return errorf(KindAuth, nil, "the model API refused %s's credentials (HTTP %d: %s); set its API key or log in to it, then run again", cli, status, oneLine(text))
-	case status == 0 || unreachableRE.MatchString(text):
+	case status == 0 || unreachableRE.MatchString(text) || f.Kind == runners.FailureUnreachable:
 		// A model API that cannot be reached reaches claude as no status,
 		// or as a 502 from spawn's credential relay.
-		if kind, msg := failure(cli, text); kind != "" {
+		if kind, msg := failure(cli, baseVar, text); kind != "" {
+			return errorf(kind, nil, "%s", msg)
+		}
+		if kind, msg := failureOf(cli, baseVar, f); kind != "" {
 			return errorf(kind, nil, "%s", msg)
 		}
 	case status == 429:
 		return errorf(KindRateLimited, nil, "the model API kept rate-limiting %s (HTTP 429: %s) after its retries; wait, or raise your quota, then run again", cli, oneLine(text))
 	case status >= 500:
 		return errorf(KindModelUnavailable, nil, "the model API is unavailable: HTTP %d (%s) after %s's retries; try again later", status, oneLine(text), cli)
+	case status == 404 && f.Kind == runners.FailureUnavailable:
+		return errorf(KindModelUnavailable, nil, "the model API does not serve %s's model (HTTP 404: %s); set another model in [runners.%s] of spawn-team.toml", cli, oneLine(text), cli)
 	case status != 0:
 		return errorf(KindModelAPI, nil, "the model API failed with HTTP %d (%s); %s", status, oneLine(text), hint)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
@@ -69,7 +70,7 @@ func helloTurn(b *testing.B) (claude string, env []string, cfg config.Config) {
 	b.Cleanup(srv.Close)
 	cfg = config.Default()
 	cfg.Team.Mode = observability.ModeSolo
-	cfg.Runners.Claude.Command = claude
-	cfg.Runners.Claude.MaxRetries = 0
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
 	return claude, testenv.Env(b, srv.ClaudeEnv()...), cfg
 }

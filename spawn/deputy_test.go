@@ -408,7 +408,7 @@ network = "open"
 	assert.Equal(t, 5.0, cfg.Spawn.MaxCostUSD, "not a bigger budget")
 	assert.Equal(t, "bwrap", string(cfg.Sandbox.Isolation), "not less isolation")
 	assert.Equal(t, "auto", string(cfg.Sandbox.Network), "not the open network")
-	assert.Equal(t, "claude", cfg.Runners.Claude.Command, "not a binary of its own")
+	assert.Equal(t, "claude", cfg.Runners.Get("claude").Command, "not a binary of its own")
 	assert.NotContains(t, cfg.Permissions.AllowedTools, "Bash", "not wider tools")
 	notes := strings.Join(loaded.Notes, "\n")
 	for _, key := range []string{"sandbox.isolation", "sandbox.network", "runners.claude.command", "permissions.allowed_tools", "spawn.max_cost_usd"} {

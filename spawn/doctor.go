@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -27,9 +25,9 @@ type Check struct {
 }
 
 // Doctor checks what a run in repoDir would need, without starting one:
-// the configuration (configFile, "" to look for one), git, the claude and
-// gemini CLIs (found, runnable, their versions against the pinned ones),
-// their credentials (present, never printed), in github mode a GitHub
+// the configuration (configFile, "" to look for one), git, the CLIs of the
+// coder and the reviewers (found, runnable, their versions against the
+// pinned ones), their credentials (present, never printed), in github mode a GitHub
 // token and its scopes (checkGitHub), and the isolation a run would get.
 // Every check runs, whatever the others found.
 func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Check {
@@ -56,37 +54,46 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 	} else {
 		add("git", true, "%s", v)
 	}
-	agentCheck := func(name, command, npm, pinned string) {
-		bin, err := proc.LookPath(command, env)
+	reg := runners.NewRegistry()
+	checked := map[string]bool{}
+	agentCheck := func(role, name string) {
+		a, err := reg.Lookup(name)
 		if err != nil {
-			add(name, false, "%s was not found; install it with `npm install -g %s@%s` or set runners.%s.command", command, npm, pinned, name)
+			add(role, false, "%v", err)
 			return
 		}
-		v, err := toolVersion(ctx, bin, env)
-		switch {
-		case err != nil:
-			add(name, false, "%s does not run (%v); reinstall it with `npm install -g %s@%s`", bin, err, npm, pinned)
-		case strings.Fields(v)[0] != pinned:
-			add(name, false, "%s is version %s, spawn is tested with %s; install it with `npm install -g %s@%s`", bin, strings.Fields(v)[0], pinned, npm, pinned)
-		default:
-			add(name, true, "%s %s", bin, pinned)
+		if checked[a.Name()] {
+			return
 		}
-	}
-	agentCheck("claude", cfg.Runners.Claude.Command, "@anthropic-ai/claude-code", runners.PinnedClaude)
-	if claudeCredential(env) {
-		add("claude login", true, "a credential is set (not shown)")
-	} else {
-		add("claude login", false, "no credential: set ANTHROPIC_API_KEY, or log in once by running claude")
-	}
-	if cfg.Team.Mode.Reviewed() {
-		agentCheck("gemini", cfg.Runners.Gemini.Command, "@google/gemini-cli", runners.PinnedGemini)
-		if err := checkGeminiCredentials(env); err != nil {
-			add("gemini login", false, "no credential: set GEMINI_API_KEY, or log in once by running gemini")
+		checked[a.Name()] = true
+		in, command := a.Install(), cfg.Runners.Get(a.Name()).Command
+		bin, err := proc.LookPath(command, env)
+		if err != nil {
+			add(a.Name(), false, "%s was not found; install it with `npm install -g %s@%s` or set runners.%s.command", command, in.Package, in.Pinned, a.Name())
 		} else {
-			add("gemini login", true, "a credential is set (not shown)")
+			v, err := toolVersion(ctx, bin, env)
+			switch {
+			case err != nil:
+				add(a.Name(), false, "%s does not run (%v); reinstall it with `npm install -g %s@%s`", bin, err, in.Package, in.Pinned)
+			case cliVersion(v) != in.Pinned:
+				add(a.Name(), false, "%s is version %s, spawn is tested with %s; install it with `npm install -g %s@%s`", bin, cliVersion(v), in.Pinned, in.Package, in.Pinned)
+			default:
+				add(a.Name(), true, "%s %s", bin, in.Pinned)
+			}
+		}
+		if p := a.Provider(); p.Credential(env) != nil {
+			add(a.Name()+" login", true, "a credential is set (not shown)")
+		} else {
+			add(a.Name()+" login", false, "no credential: %s", p.Missing)
+		}
+	}
+	agentCheck("coder", cfg.Team.Coder)
+	if cfg.Team.Mode.Reviewed() {
+		for _, r := range cfg.Team.Reviewers {
+			agentCheck("reviewer", r)
 		}
 	} else {
-		add("gemini", true, "not needed: mode %s has no reviewer", observability.ModeSolo)
+		add("reviewers", true, "not needed: mode %s has no reviewer", observability.ModeSolo)
 	}
 	if cfg.Team.Mode == observability.ModeGitHub {
 		checks = append(checks, checkGitHub(ctx, env))
@@ -118,20 +125,16 @@ func toolVersion(ctx context.Context, bin string, env []string) (string, error) 
 	return line, nil
 }
 
-// claudeCredential reports whether claude can find a credential: an API
-// key or token in env, or a saved login in its config directory.
-func claudeCredential(env []string) bool {
-	for _, name := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"} {
-		if proc.Getenv(env, name) != "" {
-			return true
+// cliVersion is the version in a CLI's --version line: its last word
+// that starts with a digit ("codex-cli 0.171.0", "2.1.197 (Claude Code)").
+func cliVersion(line string) string {
+	fields := strings.Fields(line)
+	for i := len(fields) - 1; i >= 0; i-- {
+		if f := fields[i]; f[0] >= '0' && f[0] <= '9' {
+			return f
 		}
 	}
-	dir := proc.Getenv(env, "CLAUDE_CONFIG_DIR")
-	if dir == "" {
-		dir = filepath.Join(proc.Getenv(env, "HOME"), ".claude")
-	}
-	_, err := os.Stat(filepath.Join(dir, ".credentials.json"))
-	return err == nil
+	return line
 }
 
 // githubTokenVars are the environment variables a GitHub token is taken

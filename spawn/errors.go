@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
@@ -27,6 +28,7 @@ const (
 	KindModelAPI         Kind = "model_api"           // the model API answered with an error
 	KindAuth             Kind = "auth"                // the model API refused the credentials (401/403)
 	KindRateLimited      Kind = "rate_limited"        // 429 after the CLI's bounded retries
+	KindUsageLimit       Kind = "usage_limit"         // the account's usage limit or quota is spent until a reset
 	KindModelUnavailable Kind = "model_unavailable"   // 5xx after the CLI's bounded retries
 	KindBudget           Kind = "budget"              // max_turns or max_cost_usd reached
 	KindTimeout          Kind = "timeout"             // idle or total timeout
@@ -43,6 +45,8 @@ type Error struct {
 	Kind Kind
 	Msg  string
 	Err  error // the cause, if any
+	// ResetAt is, for a usage limit, when it resets; zero when unknown.
+	ResetAt time.Time
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -100,7 +104,7 @@ func ExitCode(err error, verdict observability.Verdict) int {
 		return ExitTamper
 	case KindAgentCrashed, KindAgentFailed, KindModelAPI, KindAuth, KindRateLimited, KindModelUnavailable:
 		return ExitAgent
-	case KindTimeout, KindBudget:
+	case KindTimeout, KindBudget, KindUsageLimit:
 		return ExitTimeout
 	case KindInterrupted:
 		return ExitInterrupted
@@ -113,4 +117,16 @@ func ExitCode(err error, verdict observability.Verdict) int {
 		return ExitNotApproved
 	}
 	return ExitOK
+}
+
+// errorRecord is err as the record keeps it: its kind, its message with
+// secrets redacted, and a usage limit's reset time.
+func errorRecord(err error, red *observability.Redactor) *observability.Error {
+	e := &observability.Error{Kind: string(KindOf(err)), Message: red.String(err.Error())}
+	var se *Error
+	if errors.As(err, &se) && !se.ResetAt.IsZero() {
+		at := se.ResetAt.UTC()
+		e.ResetAt = &at
+	}
+	return e
 }

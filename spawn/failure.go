@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 var (
@@ -74,16 +76,33 @@ func (r *run) stderrOf(pid int) string {
 }
 
 // failure classifies what an agent said when it failed without an HTTP
-// status: an authentication problem, a model API it could not reach, or
-// anything else (""), with the sentence that tells the user what to do.
-func failure(cli, said string) (Kind, string) {
+// status: an authentication problem, a model API it could not reach (whose
+// base URL the variable baseVar names), or anything else (""), with the
+// sentence that tells the user what to do.
+func failure(cli, baseVar, said string) (Kind, string) {
 	switch {
 	case unreachableRE.MatchString(said):
-		return KindModelAPI, cli + " could not reach the model API (" + oneLine(said) + "); check the API base URL (ANTHROPIC_BASE_URL for claude, GOOGLE_GEMINI_BASE_URL for gemini) or the network, then run again"
+		return KindModelAPI, unreachable(cli, baseVar, said)
 	case refusedRE.MatchString(said):
 		return KindAuth, "the model API refused " + cli + "'s credentials (" + oneLine(said) + "); set its API key or log in to it, then run again"
 	case authRE.MatchString(said):
 		return KindAuth, cli + " has no usable credential (" + oneLine(said) + "); set its API key or log in to it, then run again"
 	}
 	return "", ""
+}
+
+// failureOf is failure for what the CLI's adapter made of the turn: a
+// model API it could not reach, or a credential refused.
+func failureOf(cli, baseVar string, f runners.Failure) (Kind, string) {
+	switch f.Kind {
+	case runners.FailureUnreachable:
+		return KindModelAPI, unreachable(cli, baseVar, f.Message)
+	case runners.FailureAuth:
+		return KindAuth, "the model API refused " + cli + "'s credentials (" + oneLine(f.Message) + "); set its API key or log in to it, then run again"
+	}
+	return "", ""
+}
+
+func unreachable(cli, baseVar, said string) string {
+	return cli + " could not reach the model API (" + oneLine(said) + "); check the API base URL (" + baseVar + ") or the network, then run again"
 }

@@ -48,7 +48,7 @@ func TestAFailedAgentsCauseIsShownAndClassified(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cause := causeLine(tt.stderr)
 			assert.Equal(t, tt.cause, cause)
-			kind, msg := failure("gemini", cause)
+			kind, msg := failure("gemini", "GOOGLE_GEMINI_BASE_URL", cause)
 			assert.Equal(t, tt.kind, kind)
 			assert.Contains(t, msg, tt.says)
 			assert.NotContains(t, msg, "HTTP 0")

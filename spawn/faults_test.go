@@ -12,6 +12,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 	"github.com/infinite-improbability-drive/spawn/watcher"
@@ -95,7 +96,7 @@ func TestUnwritableRegistryCreatesNothing(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(repo, sandbox.Dir, "runs"), nil, 0o644))
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModeSolo
-	cfg.Runners.Claude.Command = "git" // any binary: the checks come first
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = "git" }) // any binary: the checks come first
 	rec, err := Run(t.Context(), Options{Task: "do it", RepoDir: repo, Config: cfg, Env: testenv.Env(t)}, nil)
 	require.Error(t, err)
 	assert.Equal(t, ExitUsage, rec.ExitCode)

@@ -22,6 +22,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
@@ -310,8 +311,8 @@ func (f prFixture) fixPR(t *testing.T, sc modelserver.Scenario, tweak func(*conf
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
 	cfg := config.Default()
-	cfg.Runners.Claude.Command, cfg.Runners.Claude.MaxRetries = testenv.Claude(t), 0
-	cfg.Runners.Gemini.Command, cfg.Runners.Gemini.MaxRetries = testenv.Gemini(t), 0
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command, s.MaxRetries = testenv.Claude(t), 0 })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command, s.MaxRetries = testenv.Gemini(t), 0 })
 	cfg.Spawn.IdleTimeout, cfg.Spawn.TotalTimeout = time.Minute, 3*time.Minute
 	cfg.GitHub.MinWriteInterval = 0
 	if tweak != nil {
@@ -498,7 +499,7 @@ func TestSpawnPRWithoutVerificationNeverSaysFixed(t *testing.T) {
 	}}}}
 	rec, err, _ := f.fixPR(t, sc, func(c *config.Config) {
 		c.GitHub.VerifyFixes = false
-		c.Runners.Gemini.Command = "gemini-is-not-needed"
+		c.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = "gemini-is-not-needed" })
 	})
 	require.NoError(t, err)
 	assert.Equal(t, observability.VerdictNone, rec.Verdict)

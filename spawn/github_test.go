@@ -18,6 +18,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
@@ -59,8 +60,10 @@ func runGitHub(t testing.TB, sc modelserver.Scenario, bot []githubfake.UserOptio
 	require.NoError(t, err)
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModeGitHub
-	cfg.Runners.Claude.Command, cfg.Runners.Gemini.Command = claude, gemini
-	cfg.Runners.Claude.MaxRetries, cfg.Runners.Gemini.MaxRetries = 0, 0
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = gemini })
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.MaxRetries = 0 })
 	cfg.Spawn.IdleTimeout, cfg.Spawn.TotalTimeout = time.Minute, 3*time.Minute
 	cfg.GitHub.MinWriteInterval = 0
 	env := append(testenv.Env(t, srv.ClaudeEnv()...), genv...)
@@ -227,8 +230,9 @@ func TestGitHubModeWithoutATokenCreatesNothing(t *testing.T) {
 	testenv.Git(t, repo, "remote", "add", "origin", gh.RemoteURL(ghOwner, ghRepo))
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModeGitHub
-	cfg.Runners.Claude.Command, cfg.Runners.Gemini.Command = testenv.Claude(t), testenv.Gemini(t)
-	env := testenv.Env(t, "GITHUB_REPOSITORY="+ghOwner+"/"+ghRepo, "GITHUB_API_URL="+gh.URL(), "GEMINI_API_KEY=gemini-key-0123456789", "PATH=/usr/bin:/bin")
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = testenv.Claude(t) })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = testenv.Gemini(t) })
+	env := testenv.Env(t, "GITHUB_REPOSITORY="+ghOwner+"/"+ghRepo, "GITHUB_API_URL="+gh.URL(), "GEMINI_API_KEY=gemini-key-0123456789", "ANTHROPIC_API_KEY=anthropic-key-0123456789", "PATH=/usr/bin:/bin")
 	rec, err := Run(context.Background(), Options{Task: "add the total function", RepoDir: repo, Config: cfg, Env: env}, nil)
 	require.Error(t, err)
 	assert.Equal(t, ExitUsage, rec.ExitCode)
@@ -323,8 +327,8 @@ func TestSpawnPRFixesATrustedReviewAndLeavesTheRestAlone(t *testing.T) {
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
 	cfg := config.Default()
-	cfg.Runners.Claude.Command, cfg.Runners.Claude.MaxRetries = testenv.Claude(t), 0
-	cfg.Runners.Gemini.Command, cfg.Runners.Gemini.MaxRetries = testenv.Gemini(t), 0
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command, s.MaxRetries = testenv.Claude(t), 0 })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command, s.MaxRetries = testenv.Gemini(t), 0 })
 	cfg.Spawn.IdleTimeout, cfg.Spawn.TotalTimeout = time.Minute, 3*time.Minute
 	cfg.GitHub.MinWriteInterval = 0
 	env := append(append(testenv.Env(t, srv.ClaudeEnv()...), genv...), "GITHUB_REPOSITORY="+ghOwner+"/"+ghRepo, "GITHUB_API_URL="+gh.URL(), "GITHUB_TOKEN="+ghToken)

@@ -17,8 +17,9 @@ import (
 )
 
 // Messages for the running coder (`spawn send`) travel through the run's
-// inbox (runs.Inbox). During a coder turn, claude runs spawn's own binary
-// as its hooks (installed for that one invocation with --settings): after
+// inbox (runs.Inbox). During a coder turn, a CLI that runs hooks
+// (runners.Hooker: claude) runs spawn's own binary as its hooks (installed
+// for that one invocation with --settings): after
 // each tool call the hook hands pending messages to the coder as the
 // call's additional context, and when the coder is about to stop it
 // blocks the stop with them, so the coder goes on and reads them. A
@@ -30,34 +31,38 @@ import (
 // control directory, which the coder's sandbox shows read-only.
 const hookSettings = "coder-hooks.json"
 
-// coderHooks prepares the hooks of the coder's turn in round: the run's
-// inbox, and the settings file that has claude call this binary with it.
-// It sets claude's Settings and returns the paths the hooks need inside
-// the coder's sandbox. When they cannot be prepared, the coder runs
-// without them (messages then wait for its next prompt), and the run is
-// told why.
-func (r *run) coderHooks(claude *runners.Claude, round int) coderBinds {
-	b, err := r.prepareHooks(round)
+// coderHooks prepares the hooks of the coder's turn in round, when its
+// CLI runs hooks (runners.Hooker): the run's inbox, and the settings file
+// that has the CLI call this binary with it. It returns the paths the
+// hooks need inside the coder's sandbox. When there are none, or they
+// cannot be prepared, the coder runs without them: messages then wait for
+// its next prompt (and, when they could not be prepared, the run is told
+// why).
+func (r *run) coderHooks(cli seatCLI, round int) coderBinds {
+	hooker, ok := cli.adapter.(runners.Hooker)
+	if !ok {
+		return coderBinds{}
+	}
+	b, err := r.prepareHooks(hooker, cli.name(), round)
 	if err != nil {
 		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("messages sent with spawn send reach the coder only in its next prompt, not during this turn: %v", err)})
 		return coderBinds{}
 	}
-	claude.Settings = b.settings
 	return b
 }
 
-func (r *run) prepareHooks(round int) (coderBinds, error) {
+func (r *run) prepareHooks(hooker runners.Hooker, cli string, round int) (coderBinds, error) {
 	inbox := r.dir.Inbox()
 	if err := inbox.Prepare(); err != nil {
 		return coderBinds{}, err
 	}
-	settings, err := runners.ClaudeHookSettings(r.conf.exe, inbox.Dir(), strconv.Itoa(round))
+	settings, err := hooker.HookSettings(r.conf.exe, inbox.Dir(), strconv.Itoa(round))
 	if err != nil {
 		return coderBinds{}, err
 	}
 	path, err := r.conf.writeControl(hookSettings, settings)
 	if err != nil {
-		return coderBinds{}, fmt.Errorf("cannot write claude's hook settings: %w", err)
+		return coderBinds{}, fmt.Errorf("cannot write %s's hook settings: %w", cli, err)
 	}
 	return coderBinds{settings: path, pending: inbox.PendingDir(), delivered: inbox.DeliveredDir()}, nil
 }
@@ -66,7 +71,7 @@ func (r *run) prepareHooks(round int) (coderBinds, error) {
 // settings file and the inbox's messages, read-only, and its deliveries,
 // writable. The zero value needs none.
 type coderBinds struct {
-	settings  string // claude's --settings file
+	settings  string // the CLI's hook settings file
 	pending   string
 	delivered string
 }
@@ -96,7 +101,7 @@ func (r *run) withMessages(prompt string, round int) string {
 
 // recordMessages puts the messages delivered and not yet recorded on the
 // event stream, in the order they were delivered.
-func (r *run) recordMessages() {
+func (r *run) recordMessages(cli seatCLI) {
 	msgs, err := r.dir.Inbox().Delivered()
 	if err != nil {
 		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot read the messages sent with spawn send: %v", err)})
@@ -109,7 +114,7 @@ func (r *run) recordMessages() {
 	}
 	sortByDelivery(fresh)
 	for _, m := range fresh {
-		r.emit(Event{Kind: EventMessage, Role: observability.RoleCoder, LLM: observability.LLMClaude, Round: m.Round, Message: &m})
+		r.emit(Event{Kind: EventMessage, Role: observability.RoleCoder, LLM: cli.llm(), Round: m.Round, Message: &m})
 	}
 }
 

@@ -2,10 +2,8 @@ package spawn
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,20 +19,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 	"github.com/infinite-improbability-drive/spawn/watcher"
-)
-
-// Default API bases the relay forwards to when the user's environment
-// names none.
-const (
-	anthropicAPI = "https://api.anthropic.com"
-	geminiAPI    = "https://generativelanguage.googleapis.com"
-)
-
-// The relay's routes: each a provider's API, opened to a seat by the key
-// the relay grants it for that route alone.
-const (
-	routeAnthropic = "anthropic"
-	routeGemini    = "gemini"
 )
 
 // confinement is how a run's agents are confined: the isolation the run
@@ -60,19 +44,23 @@ type confinement struct {
 	// into this confinement's private config directory.
 	sessions string
 	restored bool
+	// coderSessions are the folders of the coder's private directory that
+	// hold its CLI's sessions (runners.Agent.Sessions).
+	coderSessions []string
 
 	limits isolation.Limits // each agent's process tree's
 	cache  string           // the coder's toolchain caches (isolation.CacheDir); "" for a private one
 	mu     sync.Mutex
-	keys   map[string]string // seat -> its relay key
-	cages  int               // cages made, naming them
+	keys   map[string]string        // seat -> its relay key
+	agents map[string]runners.Agent // seat -> its agent, made once
+	cages  int                      // cages made, naming them
 }
 
 // confine sets up a run's confinement once its sandbox exists: the relay
-// (spent is told what every answer it forwards used, and allow refuses a
-// request once the budget is spent), the agents' private root and the
-// guard. The caller closes it.
-func confine(ctx context.Context, opts Options, report isolation.Report, sb *sandbox.Sandbox, dir runs.Paths, spent func(relay.Usage), allow func() error) (c *confinement, err error) {
+// with a route for each provider the seats call (spent is told what every
+// answer it forwards used, and allow refuses a request once the budget is
+// spent), the agents' private root and the guard. The caller closes it.
+func confine(ctx context.Context, opts Options, report isolation.Report, seats seats, sb *sandbox.Sandbox, dir runs.Paths, spent func(relay.Usage), allow func() error) (c *confinement, err error) {
 	id := dir.ID
 	c = &confinement{report: report, network: opts.Config.Sandbox.Network.Effective(report.Mode), userEnv: opts.Env, sb: sb, exe: sb.Exe,
 		inbox: dir.Inbox(), sessions: filepath.Join(dir.Dir, sessionsName), keys: map[string]string{}, limits: opts.Config.Sandbox.Limits()}
@@ -107,39 +95,36 @@ func confine(ctx context.Context, opts Options, report isolation.Report, sb *san
 	if err := os.Mkdir(c.control, 0o700); err != nil {
 		return c, fmt.Errorf("create spawn's control directory: %w", err)
 	}
-	if err := c.startRelay(spent, allow); err != nil {
+	if err := c.startRelay(seats, spent, allow); err != nil {
 		return c, err
 	}
 	return c, nil
 }
 
-// startRelay starts the model relay with the user's credentials.
-func (c *confinement) startRelay(spent func(relay.Usage), allow func() error) error {
-	route := func(name, baseVar, def string, auth func() (relay.Header, error), paths []relay.Path) (relay.Route, error) {
-		base := proc.Getenv(c.userEnv, baseVar)
+// startRelay starts the model relay with a route for the model API of
+// each seat's CLI, carrying the user's credential for it. A route's
+// upstream is the provider's base-URL variable of the user's environment
+// when it is set (a company gateway), else the provider's API.
+func (c *confinement) startRelay(seats seats, spent func(relay.Usage), allow func() error) error {
+	var routes []relay.Route
+	seen := map[string]bool{}
+	for _, s := range seats.all() {
+		p := s.adapter.Provider()
+		if seen[p.Route] {
+			continue
+		}
+		seen[p.Route] = true
+		base := proc.Getenv(c.userEnv, p.BaseVar)
 		if base == "" {
-			base = def
+			base = p.Default
 		}
 		u, err := url.Parse(base)
 		if err != nil || u.Host == "" {
-			return relay.Route{}, errorf(KindConfig, err, "%s=%q is not a URL; fix it, then run again", baseVar, base)
+			return errorf(KindConfig, err, "%s=%q is not a URL; fix it, then run again", p.BaseVar, base)
 		}
-		return relay.Route{Name: name, Upstream: u, Credential: auth, Paths: paths, Meter: runners.NewMeter}, nil
+		routes = append(routes, relay.Route{Name: p.Route, Upstream: u, Credential: p.Credential(c.userEnv), Paths: p.Paths, Meter: runners.NewMeter})
 	}
-	anth, err := route(routeAnthropic, "ANTHROPIC_BASE_URL", anthropicAPI, anthropicCredential(c.userEnv),
-		[]relay.Path{{Method: http.MethodPost, Pattern: "/v1/messages"}, {Method: http.MethodPost, Pattern: "/v1/messages/count_tokens"}})
-	if err != nil {
-		return err
-	}
-	gem, err := route(routeGemini, "GOOGLE_GEMINI_BASE_URL", geminiAPI, geminiCredential(c.userEnv), []relay.Path{
-		{Method: http.MethodPost, Pattern: "/v1beta/models/*:streamGenerateContent"},
-		{Method: http.MethodPost, Pattern: "/v1beta/models/*:generateContent"},
-		{Method: http.MethodPost, Pattern: "/v1beta/models/*:countTokens"},
-	})
-	if err != nil {
-		return err
-	}
-	r, err := relay.Start([]relay.Route{anth, gem}, relay.Options{Used: spent, Allow: allow})
+	r, err := relay.Start(routes, relay.Options{Used: spent, Allow: allow})
 	if err != nil {
 		return errorf(KindInternal, err, "cannot start the model relay: %v", err)
 	}
@@ -147,59 +132,6 @@ func (c *confinement) startRelay(spent func(relay.Usage), allow func() error) er
 	if c.network == isolation.NetworkModelOnly {
 		if err := c.serveBridge(); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// anthropicCredential is how the relay authorises the coder's requests:
-// the user's ANTHROPIC_API_KEY, else ANTHROPIC_AUTH_TOKEN, else the OAuth
-// token of the user's own claude login (read at each request from the
-// login file, which the user's claude refreshes, and which no sandbox
-// shows); nil when there is none (the CLI's own authorisation passes).
-func anthropicCredential(env []string) func() (relay.Header, error) {
-	if k := proc.Getenv(env, "ANTHROPIC_API_KEY"); k != "" {
-		return func() (relay.Header, error) { return relay.Header{Name: "x-api-key", Value: k}, nil }
-	}
-	if k := proc.Getenv(env, "ANTHROPIC_AUTH_TOKEN"); k != "" {
-		return func() (relay.Header, error) { return relay.Header{Name: "Authorization", Value: "Bearer " + k}, nil }
-	}
-	login := claudeLogin(env)
-	if _, err := os.Stat(login); err != nil {
-		return nil
-	}
-	return func() (relay.Header, error) {
-		b, err := os.ReadFile(login)
-		if err != nil {
-			return relay.Header{}, fmt.Errorf("read your claude login: %w", err)
-		}
-		var creds struct {
-			OAuth struct {
-				AccessToken string `json:"accessToken"`
-			} `json:"claudeAiOauth"`
-		}
-		if err := json.Unmarshal(b, &creds); err != nil || creds.OAuth.AccessToken == "" {
-			return relay.Header{}, fmt.Errorf("your claude login %s holds no token; log in with claude again", login)
-		}
-		return relay.Header{Name: "Authorization", Value: "Bearer " + creds.OAuth.AccessToken}, nil
-	}
-}
-
-// claudeLogin is the user's claude login file.
-func claudeLogin(env []string) string {
-	dir := proc.Getenv(env, "CLAUDE_CONFIG_DIR")
-	if dir == "" {
-		dir = filepath.Join(proc.Getenv(env, "HOME"), ".claude")
-	}
-	return filepath.Join(dir, ".credentials.json")
-}
-
-// geminiCredential is the user's Gemini API key as the relay adds it; nil
-// when there is none.
-func geminiCredential(env []string) func() (relay.Header, error) {
-	for _, k := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"} {
-		if v := proc.Getenv(env, k); v != "" {
-			return func() (relay.Header, error) { return relay.Header{Name: "x-goog-api-key", Value: v}, nil }
 		}
 	}
 	return nil
@@ -245,8 +177,8 @@ func (c *confinement) serveBridge() error {
 // (for spawn resume) and removes the agents' private directories.
 func (c *confinement) close() error {
 	var errs []error
-	if c.root != "" && c.sessions != "" {
-		errs = append(errs, keepSessions(filepath.Join(c.root, "coder"), c.sessions, observability.NewRedactor(c.userEnv)))
+	if c.root != "" && c.sessions != "" && len(c.coderSessions) > 0 {
+		errs = append(errs, keepSessions(filepath.Join(c.root, "coder"), c.coderSessions, c.sessions, observability.NewRedactor(c.userEnv)))
 	}
 	if c.relay != nil {
 		errs = append(errs, c.relay.Close())
@@ -273,15 +205,13 @@ func (c *confinement) record() *observability.Isolation {
 }
 
 // private makes (if need be) and returns an agent's private directory
-// under the run's root, with home/, tmp/, config/ and gocache/ in it: the
-// only place of its own it can write. It lasts the run: a resumed session
-// finds its files.
+// under the run's root: the only place of its own it can write, where its
+// adapter keeps its home, temporary files and state. It lasts the run: a
+// resumed session finds its files.
 func (c *confinement) private(name string) (string, error) {
 	dir := filepath.Join(c.root, name)
-	for _, d := range []string{"home", "tmp", "config", "gocache"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
-			return "", fmt.Errorf("create %s's private directory: %w", name, err)
-		}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("create %s's private directory: %w", name, err)
 	}
 	return dir, nil
 }
@@ -305,45 +235,102 @@ func (c *confinement) writeControl(name string, data []byte) (string, error) {
 	return filepath.Join(c.control, name), nil
 }
 
-// coder returns the coder's agent, confined, and the environment it runs
-// with: no credential, a private HOME, TMPDIR, CLAUDE_CONFIG_DIR and Go
-// build cache, the relay's anthropic route as its API with a key for it
+// seat returns the agent of one seat (named name: "coder", or a
+// reviewer seat's directory), confined, and the environment it runs with:
+// no credential, its adapter's private homes in its own directory, the
+// relay's route for its model API as its API, with a key for this seat
 // alone. No login file of the user's is shown: the relay carries the
 // credential.
 //
 // Under bubblewrap the coder writes its worktree (with its own git store),
-// its private directory and the inbox's deliveries; it reads the system's
-// toolchains, its CLI's install, the user's objects, this binary (its
-// hooks), the inbox's messages and its hook settings; and sees nothing
-// else of the host.
-func (c *confinement) coder(claude *runners.Claude, binds coderBinds) (*confined, []string, error) {
-	dir, err := c.private("coder")
+// its private directory, its toolchain caches and the inbox's deliveries;
+// it reads the system's toolchains, its CLI's install, the user's objects,
+// this binary (its hooks), the inbox's messages and its hook settings. A
+// reviewer writes nothing but its private directory and reads the
+// worktree. Neither sees anything else of the host.
+func (c *confinement) seat(cli seatCLI, s runners.Seat, name string, binds coderBinds) (*confined, []string, error) {
+	dir, err := c.private(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	home, cfgDir := filepath.Join(dir, "home"), filepath.Join(dir, "config")
-	if !c.restored && c.sessions != "" {
-		if err := restoreSessions(c.sessions, cfgDir); err != nil {
-			return nil, nil, err
-		}
-		c.restored = true
-	}
-	key, err := c.grant(routeAnthropic, "coder")
+	agent, err := c.agent(cli, s, name, dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	agent := c.caged(claude, "coder", c.sb.Path, dir)
-	env := isolation.AgentEnv(c.userEnv, append(c.caches(dir),
-		"HOME="+home, "TMPDIR="+filepath.Join(dir, "tmp"), "CLAUDE_CONFIG_DIR="+cfgDir,
-		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
-		"ANTHROPIC_BASE_URL="+c.relay.URL(routeAnthropic), "ANTHROPIC_API_KEY="+key)...)
+	coder := s.Role == runners.RoleCoder
+	var extra []string
+	if coder {
+		extra = c.caches(dir)
+	}
+	env := isolation.AgentEnv(c.userEnv, append(extra, agent.Env()...)...)
+	writable := []string{dir}
+	if coder {
+		writable = []string{c.sb.Path, dir}
+	}
+	caged := c.caged(agent, name, writable...)
+	caged.provider = cli.adapter.Provider()
 	if c.report.Mode != isolation.ModeBwrap {
-		return agent, env, nil
+		return caged, env, nil
 	}
-	spec := c.spec(env, claude.Bin, []string{c.sb.Path, dir, binds.delivered, c.cache}, c.sb.Objects)
-	spec.ReadOnly = append(spec.ReadOnly, binds.readOnly()...)
-	agent.spec = &spec
-	return agent, env, nil
+	var spec isolation.Spec
+	if coder {
+		spec = c.spec(env, cli.bin, []string{c.sb.Path, dir, binds.delivered, c.cache}, c.sb.Objects)
+		spec.ReadOnly = append(spec.ReadOnly, binds.readOnly()...)
+	} else {
+		spec = c.spec(env, cli.bin, []string{dir}, append([]string{c.sb.Path}, c.sb.Objects...))
+	}
+	caged.spec = &spec
+	return caged, env, nil
+}
+
+// agent is the agent of the seat name, made once, in its private
+// directory dir while nothing has run there yet: the files its adapter
+// writes (a CLI's settings) are never written again where an agent could
+// have put a link. The coder's kept sessions are restored then.
+func (c *confinement) agent(cli seatCLI, s runners.Seat, name, dir string) (runners.Agent, error) {
+	c.mu.Lock()
+	a, ok := c.agents[name]
+	c.mu.Unlock()
+	if ok {
+		return a, nil
+	}
+	route := cli.adapter.Provider().Route
+	key, err := c.grant(route, name)
+	if err != nil {
+		return nil, err
+	}
+	s.Bin, s.Settings, s.Dir = cli.bin, cli.settings, dir
+	s.RelayURL, s.RelayKey, s.Confined = c.relay.URL(route), key, c.report.Mode == isolation.ModeBwrap
+	if a, err = cli.adapter.Seat(s); err != nil {
+		return nil, fmt.Errorf("prepare the %s seat: %w", cli.name(), err)
+	}
+	if s.Role == runners.RoleCoder {
+		if err := c.restoreSessions(dir, cli.adapter.Sessions()); err != nil {
+			return nil, err
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.agents == nil {
+		c.agents = map[string]runners.Agent{}
+	}
+	c.agents[name] = a
+	return a, nil
+}
+
+// restoreSessions copies the coder's kept sessions (a run resumed by
+// another spawn process) into its private directory dir, once; and notes
+// where its CLI keeps them (sessions, relative to dir), for close to keep
+// them again.
+func (c *confinement) restoreSessions(dir string, sessions []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.coderSessions = sessions
+	if c.restored || c.sessions == "" {
+		return nil
+	}
+	c.restored = true
+	return restoreSessions(c.sessions, dir)
 }
 
 // caches are the coder's toolchain cache variables: the caches spawn
@@ -378,33 +365,6 @@ func goModCache(env []string) string {
 		return ""
 	}
 	return mod
-}
-
-// reviewer returns a reviewer seat's agent, confined, and its
-// environment: no credential, HOME and TMPDIR in its private directory
-// (whose home is the seat's GEMINI_CLI_HOME), the relay's gemini route as
-// its API with a key for this seat alone. Under bubblewrap it writes
-// nothing but its private directory and reads the worktree read-only.
-func (c *confinement) reviewer(gemini *runners.Gemini, seat string) (*confined, []string, error) {
-	dir, err := c.private(seat)
-	if err != nil {
-		return nil, nil, err
-	}
-	home := filepath.Join(dir, "home")
-	key, err := c.grant(routeGemini, seat)
-	if err != nil {
-		return nil, nil, err
-	}
-	agent := c.caged(gemini, seat, dir)
-	env := isolation.AgentEnv(c.userEnv, "HOME="+home, "TMPDIR="+filepath.Join(dir, "tmp"),
-		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
-		"GOOGLE_GEMINI_BASE_URL="+c.relay.URL(routeGemini), "GEMINI_API_KEY="+key)
-	if c.report.Mode != isolation.ModeBwrap {
-		return agent, env, nil
-	}
-	spec := c.spec(env, gemini.Bin, []string{dir}, append([]string{c.sb.Path}, c.sb.Objects...))
-	agent.spec = &spec
-	return agent, env, nil
 }
 
 // spec is the bubblewrap sandbox of one agent whose CLI is bin: the
@@ -486,7 +446,7 @@ func (j specJail) Confine(c proc.Cmd) proc.Cmd {
 
 // caged is agent in a new cage of the run's limits, watching the
 // filesystems of writable; named seat.
-func (c *confinement) caged(agent watcher.Agent, seat string, writable ...string) *confined {
+func (c *confinement) caged(agent runners.Agent, seat string, writable ...string) *confined {
 	c.mu.Lock()
 	c.cages++
 	name := fmt.Sprintf("%s-%d", filepath.Base(c.root), c.cages)
@@ -497,10 +457,11 @@ func (c *confinement) caged(agent watcher.Agent, seat string, writable ...string
 // confined is an agent held in its cage, and, under bubblewrap, whose
 // commands run in its sandbox.
 type confined struct {
-	watcher.Agent
-	spec *isolation.Spec // nil without bubblewrap
-	cage *isolation.Cage
-	conf *confinement
+	runners.Agent
+	provider runners.Provider // the model API it calls
+	spec     *isolation.Spec  // nil without bubblewrap
+	cage     *isolation.Cage
+	conf     *confinement
 }
 
 // Command is the agent's command for t, in its cage, wrapped in bwrap

@@ -6,6 +6,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 )
@@ -19,8 +20,8 @@ func BenchmarkSoloTurnIsolation(b *testing.B) {
 		b.Run(string(mode), func(b *testing.B) {
 			cfg := config.Default()
 			cfg.Team.Mode = observability.ModeSolo
-			cfg.Runners.Claude.Command = claude
-			cfg.Runners.Claude.MaxRetries = 0
+			cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
+			cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
 			cfg.Sandbox.Isolation = mode
 			repo := testenv.Repo(b)
 			for range b.N {

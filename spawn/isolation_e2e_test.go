@@ -20,6 +20,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 )
@@ -334,8 +335,8 @@ func TestUserChosenBranchIsStillTheOnlyRefTheRunMoves(t *testing.T) {
 	main := testenv.Git(t, repo, "rev-parse", "main")
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModeSolo
-	cfg.Runners.Claude.Command = testenv.Claude(t)
-	cfg.Runners.Claude.MaxRetries = 0
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = testenv.Claude(t) })
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
 	cfg.Sandbox.Isolation = isolation.ModeBwrap
 	cfg.Permissions.AllowedTools = append(cfg.Permissions.AllowedTools, "Bash(git:*)")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

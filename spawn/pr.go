@@ -377,7 +377,8 @@ func (r *run) checkFix(ctx context.Context, round int, check []thread, said map[
 	if err != nil {
 		return nil, observability.VerdictNone, err
 	}
-	fb := observability.ReviewFeedback{Iteration: round, Reviewer: observability.LLMGemini, Domain: "all", RawResponse: ans.raw, Commit: sha,
+	verifier, _ := r.pre.seats.reviewer("")
+	fb := observability.ReviewFeedback{Iteration: round, Reviewer: verifier.llm(), Domain: "all", RawResponse: ans.raw, Commit: sha,
 		DiffBytes: len(diff), PromptBytes: len(prompt), FullPromptBytes: len(prompt), Fresh: true, Tokens: ans.tokens, ParseError: ans.parseError}
 	report := team.Round{Number: round}
 	for _, t := range check {

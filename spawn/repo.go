@@ -242,6 +242,7 @@ func (r *Repo) recoverSessions(run *runs.Run, rec *observability.Record) error {
 	for _, fb := range rec.ReviewFeedback {
 		reviewed = max(reviewed, fb.Iteration)
 	}
+	coder := coderOf(rec)
 	for n := 1; ; n++ {
 		stdout, _ := run.Transcript(n, observability.RoleCoder)
 		reviewer, _ := run.Transcript(n, observability.RoleReviewer)
@@ -252,8 +253,8 @@ func (r *Repo) recoverSessions(run *runs.Run, rec *observability.Record) error {
 			continue
 		}
 		_, stderr := run.Transcript(n, observability.RoleCoder)
-		rec.CommandLines = append(rec.CommandLines, observability.CommandLine{LLM: observability.LLMClaude, Role: observability.RoleCoder,
-			Iteration: max(coded, reviewed+1), ExitCode: -1, Session: claudeSession(stdout),
+		rec.CommandLines = append(rec.CommandLines, observability.CommandLine{LLM: observability.LLM(coder.Record()), Role: observability.RoleCoder,
+			Iteration: max(coded, reviewed+1), ExitCode: -1, Session: transcriptSession(coder, stdout),
 			Stdout: filepath.Base(stdout), Stderr: filepath.Base(stderr)})
 	}
 	tmp := proc.Getenv(r.env, "TMPDIR")
@@ -266,23 +267,23 @@ func (r *Repo) recoverSessions(run *runs.Run, rec *observability.Record) error {
 	}
 	var errs []error
 	for _, dir := range leaked {
-		errs = append(errs, keepSessions(filepath.Join(dir, "coder"), filepath.Join(run.Dir, sessionsName), observability.NewRedactor(r.env)), os.RemoveAll(dir))
+		errs = append(errs, keepSessions(filepath.Join(dir, "coder"), coder.Sessions(), filepath.Join(run.Dir, sessionsName), observability.NewRedactor(r.env)), os.RemoveAll(dir))
 	}
 	return errors.Join(errs...)
 }
 
-// claudeSession is the session id in a claude transcript's init event, ""
-// when it has none.
-func claudeSession(path string) string {
+// transcriptSession is the session id in the first event of a transcript
+// of the CLI a's stream that names one, "" when none does.
+func transcriptSession(a runners.Adapter, path string) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
 	var id string
-	// The transcript is what claude printed: a parse error leaves the
+	// The transcript is what the CLI printed: a parse error leaves the
 	// events read so far, which is all this needs.
-	if err := (&runners.Claude{}).Parse(f, func(e runners.Event) {
+	if err := a.Parse(f, func(e runners.Event) {
 		if e.Init != nil && id == "" {
 			id = e.Init.SessionID
 		}
@@ -290,6 +291,25 @@ func claudeSession(path string) string {
 		return id
 	}
 	return id
+}
+
+// coderOf is the adapter of a run's coder: the CLI its record's seats, or
+// else its first coder command line, name; claude for a record with
+// neither (runners.LegacyCoder: spawn's only coder before seats).
+func coderOf(rec *observability.Record) runners.Adapter {
+	reg := runners.NewRegistry()
+	for _, s := range rec.Seats {
+		if a, ok := reg.ByRecord(string(s.LLM)); ok && s.Role == observability.RoleCoder {
+			return a
+		}
+	}
+	for _, c := range rec.CommandLines {
+		if a, ok := reg.ByRecord(string(c.LLM)); ok && c.Role == observability.RoleCoder {
+			return a
+		}
+	}
+	a, _ := reg.Lookup(runners.LegacyCoder)
+	return a
 }
 
 // lastHolder is the process an abandoned run's lock names, nil when it

@@ -137,7 +137,7 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 	runOpts := Options{Task: rec.Task, Config: cfg, RepoDir: repo.Dir, Base: rec.Base, Branch: rec.Branch,
 		Env: opts.Env, Hurry: opts.Hurry, Grace: opts.Grace, Now: opts.Now}
 	r := &run{opts: runOpts, pre: pre, sb: sb, dir: dir, rec: rec, procs: transcripts(dir)}
-	conf, err := confine(ctx, runOpts, pre.isolation, sb, dir.Paths, r.spend.relay, r.spend.allow(cfg.Spawn.MaxCostUSD))
+	conf, err := confine(ctx, runOpts, pre.isolation, pre.seats, sb, dir.Paths, r.spend.relay, r.spend.allow(cfg.Spawn.MaxCostUSD))
 	if err != nil {
 		return nil, team.Progress{}, errorf(KindInternal, err, "cannot confine the agents: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
@@ -45,10 +46,10 @@ func runTeam(t testing.TB, mode observability.Mode, sc modelserver.Scenario, twe
 	require.NoError(t, err)
 	cfg := config.Default()
 	cfg.Team.Mode = mode
-	cfg.Runners.Claude.Command = claude
-	cfg.Runners.Claude.MaxRetries = 0
-	cfg.Runners.Gemini.Command = gemini
-	cfg.Runners.Gemini.MaxRetries = 0
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = gemini })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.MaxRetries = 0 })
 	cfg.Spawn.IdleTimeout = time.Minute
 	cfg.Spawn.TotalTimeout = 3 * time.Minute
 	if tweak != nil {

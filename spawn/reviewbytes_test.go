@@ -14,6 +14,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
@@ -92,10 +93,10 @@ func fiveRoundPingpong(tb testing.TB) []reviewRound {
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModePingpong
 	cfg.Team.MaxIterations = rounds
-	cfg.Runners.Claude.Command = claude
-	cfg.Runners.Claude.MaxRetries = 0
-	cfg.Runners.Gemini.Command = gemini
-	cfg.Runners.Gemini.MaxRetries = 0
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = gemini })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.MaxRetries = 0 })
 	cfg.Spawn.IdleTimeout = time.Minute
 	cfg.Spawn.TotalTimeout = 3 * time.Minute
 	env := append(testenv.Env(tb, srv.ClaudeEnv()...), genv...)

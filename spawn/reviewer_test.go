@@ -17,6 +17,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/team"
@@ -43,11 +44,11 @@ func reviewerRun(t *testing.T, sc modelserver.Scenario, maxRetries int) (*run, *
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".gemini", "settings.json"),
 		[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}}}`), 0o644))
 	cfg := config.Default()
-	cfg.Runners.Claude.Command = claude
-	cfg.Runners.Gemini.Command = gemini
-	cfg.Runners.Gemini.MaxRetries = maxRetries
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = gemini })
+	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.MaxRetries = maxRetries })
 	cfg.Spawn.IdleTimeout = time.Minute
-	env := append(testenv.Env(t), genv...)
+	env := append(testenv.Env(t, srv.ClaudeEnv()...), genv...)
 	return startRun(t, Options{Task: "review", RepoDir: testenv.Repo(t), Config: cfg, Env: env}), srv
 }
 
@@ -96,7 +97,8 @@ func TestReviewerRetriesWithinItsBound(t *testing.T) {
 
 	// The private home carries the user's login and spawn's bound; the
 	// user's own settings are untouched, and the private home goes away.
-	b, err := os.ReadFile(filepath.Join(run.homes["all"], ".gemini", "settings.json"))
+	home := filepath.Join(run.conf.root, seatDir("all"), "home")
+	b, err := os.ReadFile(filepath.Join(home, ".gemini", "settings.json"))
 	require.NoError(t, err)
 	var settings map[string]map[string]any
 	require.NoError(t, json.Unmarshal(b, &settings))
@@ -105,7 +107,6 @@ func TestReviewerRetriesWithinItsBound(t *testing.T) {
 	user, err := os.ReadFile(filepath.Join(proc.Getenv(run.opts.Env, "HOME"), ".gemini", "settings.json"))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`, string(user))
-	home := run.homes["all"]
 	_, err = run.finish(context.Background(), observability.VerdictNone, nil)
 	require.NoError(t, err)
 	assert.NoDirExists(t, home)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
@@ -71,8 +72,8 @@ func TestTheReviewersToolsFollowTheConfiguration(t *testing.T) {
 		Anthropic: []modelserver.Script{coderTurns(2)},
 		Gemini:    []modelserver.Script{reviewScript("", answer("approve", nil))},
 	}, func(c *config.Config) {
-		c.Runners.Gemini.AllowedTools = []string{"read_file", "glob", "google_web_search"}
-		c.Runners.Gemini.ExcludedTools = []string{"glob"}
+		c.Runners.Edit("gemini", func(s *runners.Settings) { s.AllowedTools = []string{"read_file", "glob", "google_web_search"} })
+		c.Runners.Edit("gemini", func(s *runners.Settings) { s.ExcludedTools = []string{"glob"} })
 	})
 	require.NoError(t, r.err)
 	want := []string{"google_web_search", "read_file"}

@@ -15,6 +15,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
@@ -69,8 +70,8 @@ func runSoloWith(t *testing.T, sc modelserver.Scenario, task string, tweak func(
 	r := &soloRun{repo: testenv.Repo(t), srv: srv}
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModeSolo
-	cfg.Runners.Claude.Command = claude
-	cfg.Runners.Claude.MaxRetries = 0
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
 	cfg.Spawn.IdleTimeout = time.Minute
 	cfg.Spawn.TotalTimeout = 2 * time.Minute
 	if tweak != nil {
@@ -155,7 +156,7 @@ func TestSoloRunCommitsTheCodersWorkOnTheSandboxBranch(t *testing.T) {
 
 	// The record on disk matches, with every key, and the transcript is kept.
 	m := r.onDisk(t)
-	assert.Len(t, m, 35)
+	assert.Len(t, m, 36)
 	transcript, err := os.ReadFile(filepath.Join(r.repo, sandbox.Dir, "runs", rec.ID, cl.Stdout))
 	require.NoError(t, err)
 	assert.Contains(t, string(transcript), `"type":"result"`)
@@ -276,7 +277,7 @@ func notes(into *[]string) Sink {
 func TestBadInputCreatesNothing(t *testing.T) {
 	env := testenv.Env(t)
 	cfg := config.Default()
-	cfg.Runners.Claude.Command = "git" // any binary: the checks come first
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = "git" }) // any binary: the checks come first
 	ctx := context.Background()
 
 	notRepo := t.TempDir()
@@ -313,9 +314,9 @@ func TestBadInputCreatesNothing(t *testing.T) {
 			if tt.mode != "" {
 				opts.Config.Team.Mode = tt.mode
 			}
-			opts.Config.Runners.Gemini.Command = "no-such-gemini"
+			opts.Config.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = "no-such-gemini" })
 			if tt.name == "missing CLI" {
-				opts.Config.Runners.Claude.Command = "no-such-claude"
+				opts.Config.Runners.Edit("claude", func(s *runners.Settings) { s.Command = "no-such-claude" })
 			}
 			var events []Event
 			rec, err := Run(ctx, opts, SinkFunc(func(e Event) { events = append(events, e) }))
@@ -350,8 +351,8 @@ func TestUncommittedChangesAreNotedAndLeftAlone(t *testing.T) {
 
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModeSolo
-	cfg.Runners.Claude.Command = claude
-	cfg.Runners.Claude.MaxRetries = 0
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
+	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
 	var said []string
 	rec, err := Run(context.Background(), Options{Task: "look around", RepoDir: repo,
 		Config: cfg, Env: testenv.Env(t, srv.ClaudeEnv()...)}, notes(&said))

@@ -11,23 +11,23 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
-// sessionsName is where, in a run's directory, the coder's claude sessions
-// are kept between spawn processes, for `spawn resume`: the projects/
-// directory of the coder's private CLAUDE_CONFIG_DIR, which holds the
-// session transcripts `claude --resume` reads.
+// sessionsName is where, in a run's directory, the coder's sessions are
+// kept between spawn processes, for `spawn resume`: the folders of the
+// coder's private directory where its CLI keeps the sessions it resumes
+// (runners.Agent.Sessions), at the same paths.
 const sessionsName = "coder-sessions"
 
 // maxSessionFile bounds one session file spawn keeps.
 const maxSessionFile = 256 << 20
 
 // keepSessions copies the coder's sessions out of its private directory
-// (private: the directory the coder's sandbox shows writable; its config/
-// is CLAUDE_CONFIG_DIR) into kept (replacing what kept held), secrets
-// redacted as in every file spawn writes. The coder could write all of
-// private: it is read through an os.Root, so that no link leads spawn out
-// of it, and only regular files under config/projects are copied. A coder
-// that never ran has none: nothing is copied.
-func keepSessions(private, kept string, red *observability.Redactor) error {
+// (private: the directory the coder's sandbox shows writable; sessions
+// are the folders in it that hold them) into kept (replacing what kept
+// held), secrets redacted as in every file spawn writes. The coder could
+// write all of private: it is read through an os.Root, so that no link
+// leads spawn out of it, and only regular files are copied. A coder that
+// never ran has none: nothing is copied.
+func keepSessions(private string, sessions []string, kept string, red *observability.Redactor) error {
 	root, err := os.OpenRoot(private)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -36,52 +36,77 @@ func keepSessions(private, kept string, red *observability.Redactor) error {
 		return fmt.Errorf("keep the coder's sessions: %w", err)
 	}
 	defer root.Close()
-	const src = "config/projects"
-	if fi, err := root.Lstat(src); err != nil || !fi.IsDir() {
+	var found []string
+	for _, src := range sessions {
+		if fi, err := root.Lstat(src); err == nil && fi.IsDir() {
+			found = append(found, filepath.ToSlash(src))
+		}
+	}
+	if len(found) == 0 {
 		return nil
 	}
 	if err := os.RemoveAll(kept); err != nil {
 		return fmt.Errorf("keep the coder's sessions: %w", err)
 	}
-	err = fs.WalkDir(root.FS(), src, func(p string, d fs.DirEntry, err error) error {
+	for _, src := range found {
+		err = fs.WalkDir(root.FS(), src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			dst := filepath.Join(kept, filepath.FromSlash(p))
+			switch {
+			case d.IsDir():
+				return os.MkdirAll(dst, 0o700)
+			case !d.Type().IsRegular():
+				return nil // no CLI keeps links there; nothing else is a session
+			}
+			info, err := d.Info()
+			if err != nil || info.Size() > maxSessionFile {
+				return err
+			}
+			b, err := root.ReadFile(path.Clean(p))
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(dst, red.Bytes(b), 0o600)
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("keep the coder's sessions: %w", err)
 		}
-		rel, err := filepath.Rel(src, filepath.FromSlash(p))
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(kept, rel)
-		switch {
-		case d.IsDir():
-			return os.MkdirAll(dst, 0o700)
-		case !d.Type().IsRegular():
-			return nil // claude keeps no links there; nothing else is a session
-		}
-		info, err := d.Info()
-		if err != nil || info.Size() > maxSessionFile {
-			return err
-		}
-		b, err := root.ReadFile(path.Clean(p))
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, red.Bytes(b), 0o600)
-	})
-	if err != nil {
-		return fmt.Errorf("keep the coder's sessions: %w", err)
 	}
 	return nil
 }
 
-// restoreSessions copies kept sessions into a new private config
-// directory, so that the coder's session can be resumed; nothing when
-// none were kept.
-func restoreSessions(kept, configDir string) error {
+// restoreSessions copies kept sessions into a new private directory dir,
+// at the paths they were kept from, so that the coder's session can be
+// resumed; nothing when none were kept. What the CLI's adapter already
+// put there (its settings) is kept: a file of the same name is replaced.
+func restoreSessions(kept, dir string) error {
 	if _, err := os.Stat(kept); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := os.CopyFS(filepath.Join(configDir, "projects"), os.DirFS(kept)); err != nil {
+	err := filepath.WalkDir(kept, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(kept, p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(dst, 0o700)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o600)
+	})
+	if err != nil {
 		return fmt.Errorf("restore the coder's sessions: %w", err)
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
@@ -137,8 +138,7 @@ type checked struct {
 	plan     sandbox.Plan
 	registry *runs.Registry
 	policy   team.Policy
-	claude   string
-	gemini   string // "" in solo mode
+	seats    seats
 	// isolation is the sandbox the agents get: bubblewrap or none.
 	isolation isolation.Report
 	// gh is github mode's side on GitHub; nil in the other modes.
@@ -203,20 +203,13 @@ func (c checked) secretEnv() []string {
 	return out
 }
 
-// checkAgents finds the agent CLIs the mode needs and the reviewer's
-// credentials, takes the isolation the agents get (iso, as
+// checkAgents finds the agent CLIs of the seats the mode needs and their
+// credentials (findSeats), takes the isolation the agents get (iso, as
 // isolation.Resolve found it, with its error), and sets the policy.
 func (c *checked) checkAgents(cfg config.Config, env []string, iso isolation.Report, isoErr error) (err error) {
-	if c.claude, err = agentBinary("claude", cfg.Runners.Claude.Command, "@anthropic-ai/claude-code", env); err != nil {
+	reviewed := cfg.Team.Mode.Reviewed() && (cfg.Team.Mode != observability.ModePR || cfg.GitHub.VerifyFixes)
+	if c.seats, err = findSeats(runners.NewRegistry(), cfg, env, reviewed); err != nil {
 		return err
-	}
-	if cfg.Team.Mode.Reviewed() && (cfg.Team.Mode != observability.ModePR || cfg.GitHub.VerifyFixes) {
-		if c.gemini, err = agentBinary("gemini", cfg.Runners.Gemini.Command, "@google/gemini-cli", env); err != nil {
-			return err
-		}
-		if err := checkGeminiCredentials(env); err != nil {
-			return err
-		}
 	}
 	if c.isolation = iso; isoErr != nil {
 		return errorf(KindNoSandbox, isoErr, "%v", isoErr)
@@ -224,7 +217,8 @@ func (c *checked) checkAgents(cfg config.Config, env []string, iso isolation.Rep
 	if cfg.Sandbox.Network == isolation.NetworkModelOnly && c.isolation.Mode != isolation.ModeBwrap {
 		return errorf(KindNoSandbox, nil, "network = \"model-only\" needs bubblewrap, but %s; %s, or set [sandbox] network = \"open\"", c.isolation.Reason, isolation.InstallHint)
 	}
-	c.policy = team.Policy{Mode: cfg.Team.Mode, MaxIterations: cfg.Team.MaxIterations, Parallel: cfg.Team.ParallelReviewers, MaxConcurrent: cfg.Team.MaxConcurrentReviewers}
+	c.policy = team.Policy{Mode: cfg.Team.Mode, MaxIterations: cfg.Team.MaxIterations, Parallel: cfg.Team.ParallelReviewers, MaxConcurrent: cfg.Team.MaxConcurrentReviewers,
+		Board: c.seats.board(), Rule: team.Rule{Majority: cfg.Team.Board == config.BoardMajority, BlockAt: observability.Severity(cfg.Team.BlockAt)}}
 	for _, d := range cfg.Team.ReviewDomains {
 		c.policy.Domains = append(c.policy.Domains, prompts.Domain(d))
 	}
@@ -249,12 +243,12 @@ type run struct {
 	spend spend // the run's cost so far, coder and reviewers
 
 	mu       sync.Mutex
-	procs    int               // agent processes started so far, numbering the transcripts
-	tamperN  int               // security findings spawn made so far, numbering them
-	refused  int               // tool calls the sandbox refused so far
-	homes    map[string]string // reviewer seat -> private GEMINI_CLI_HOME
-	cleanups []func() error    // run by finish
-	warned   map[string]bool   // submodule leftovers already reported
+	procs    int             // agent processes started so far, numbering the transcripts
+	tamperN  int             // security findings spawn made so far, numbering them
+	refused  int             // tool calls the sandbox refused so far
+	cleanups []func() error  // run by finish
+	warned   map[string]bool // submodule leftovers already reported
+	noted    map[string]bool // seats whose agent's note (runners.Noter) was made
 }
 
 // begin creates the sandbox, the run directory with its live lock, and
@@ -282,7 +276,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 		return nil, undo(errorf(KindInternal, err, "cannot create the run directory: %v", err))
 	}
 	r = &run{opts: opts, pre: pre, sb: sb, dir: dir}
-	conf, err := confine(ctx, opts, pre.isolation, sb, dir.Paths, r.spend.relay, r.spend.allow(opts.Config.Spawn.MaxCostUSD))
+	conf, err := confine(ctx, opts, pre.isolation, pre.seats, sb, dir.Paths, r.spend.relay, r.spend.allow(opts.Config.Spawn.MaxCostUSD))
 	if err != nil {
 		return nil, undo(errors.Join(errorf(KindInternal, err, "cannot confine the agents: %v", err), dir.Remove()))
 	}
@@ -292,6 +286,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	rec := observability.New(id, opts.Task, opts.Config.Team.Mode, started)
 	rec.Repo, rec.Base, rec.Branch, rec.SandboxPath = pre.plan.Repo.Dir, sb.Base, sb.Branch, sb.Path
 	rec.Isolation = conf.record()
+	rec.Seats = pre.seats.record()
 	r.rec, r.red, r.conf, r.cleanups = rec, red, conf, []func() error{conf.close}
 	r.record = &recorder{rec: rec, path: dir.RecordPath(), red: red}
 	if err := r.record.save(); err != nil {
@@ -344,7 +339,7 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	r.emit(Event{Kind: EventPhase, Phase: PhaseFinish})
-	r.recordMessages()
+	r.recordMessages(r.pre.seats.coder)
 	if pending, err := r.dir.Inbox().Pending(); err == nil && len(pending) > 0 {
 		r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("%s sent with spawn send reached no coder turn: the run ended first; `spawn resume %s` hands them to the coder",
 			plural(len(pending), "message"), r.rec.ID)})
@@ -377,7 +372,7 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	}
 	outcome := &Outcome{Status: status, Verdict: verdict, ExitCode: ExitCode(err, verdict)}
 	if err != nil {
-		outcome.Error = &observability.Error{Kind: string(KindOf(err)), Message: r.red.String(err.Error())}
+		outcome.Error = errorRecord(err, r.red)
 	}
 	r.emit(Event{Kind: EventFinished, Outcome: outcome})
 	if recErr == nil {
@@ -431,7 +426,8 @@ func (r *run) commitLeftovers(ctx context.Context, round int) error {
 	subject, msg := commitMessage(r.rec.ID, r.opts.Task, round, r.addressed(round))
 	saved, err := r.sb.Save(ctx, r.conf.helperJail(), r.red.String(msg))
 	r.noteLeftovers(saved.Leftovers)
-	coder := agent{llm: observability.LLMClaude, role: observability.RoleCoder, round: round, cli: "claude"}
+	cli := r.pre.seats.coder
+	coder := agent{llm: cli.llm(), role: observability.RoleCoder, round: round, cli: cli.name()}
 	if len(saved.Removed) > 0 {
 		r.security(coder, observability.FindingSandboxBlocked, observability.SeverityHigh, r.sb.Path,
 			fmt.Sprintf("the coder planted %s in its git store, which would have led git out of it; spawn removed them", strings.Join(saved.Removed, " and ")),
@@ -450,7 +446,7 @@ func (r *run) commitLeftovers(ctx context.Context, round int) error {
 	r.mu.Unlock()
 	for _, c := range saved.Own {
 		if !known[c.SHA] && c.SHA != saved.Committed {
-			r.emit(Event{Kind: EventCommit, Round: round, Commit: &observability.Commit{SHA: c.SHA, Message: c.Subject, Iteration: round, LLM: observability.LLMClaude}})
+			r.emit(Event{Kind: EventCommit, Round: round, Commit: &observability.Commit{SHA: c.SHA, Message: c.Subject, Iteration: round, LLM: cli.llm()}})
 		}
 	}
 	if saved.Committed != "" && saved.Published == saved.Committed {

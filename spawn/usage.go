@@ -2,8 +2,10 @@ package spawn
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
@@ -25,6 +27,17 @@ type spend struct {
 	// priced from the usage it reports: what the agents spent, whether
 	// their CLI or a program they ran asked.
 	relayed float64
+	// limits are, per seat (its name at the relay), the last answer that
+	// refused it for a limit and said when the limit resets.
+	limits map[string]quota
+}
+
+// quota is a provider's answer that a seat's limit is reached: when it
+// resets, and the provider's words.
+type quota struct {
+	resetAt time.Time
+	message string
+	seen    time.Time
 }
 
 // relay adds an answer the relay forwarded.
@@ -36,6 +49,27 @@ func (s *spend) relay(u relay.Usage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.relayed += cost
+	if u.Status == http.StatusTooManyRequests && !u.ResetAt.IsZero() {
+		if s.limits == nil {
+			s.limits = map[string]quota{}
+		}
+		s.limits[u.Seat] = quota{resetAt: u.ResetAt, message: u.LimitMessage, seen: time.Now()}
+	}
+}
+
+// limit is the last limit the relay saw refuse seat since forget(seat).
+func (s *spend) limit(seat string) (quota, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.limits[seat]
+	return q, ok
+}
+
+// forget drops what the relay saw of seat's limits: a new turn starts.
+func (s *spend) forget(seat string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.limits, seat)
 }
 
 // allow is the relay's check before it forwards a request: an error once

@@ -11,6 +11,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/watcher"
 )
@@ -232,7 +233,7 @@ func TestMaxCostBudgetStopsTheAgent(t *testing.T) {
 func TestAuthErrorFailsFastAndSaysSo(t *testing.T) {
 	sc := turns(modelserver.Turn{Error: &modelserver.HTTPError{Status: 401, Message: "invalid x-api-key"}})
 	start := time.Now()
-	r := runSolo(t, sc, "anything", func(c *config.Config) { c.Runners.Claude.MaxRetries = 2 })
+	r := runSolo(t, sc, "anything", func(c *config.Config) { c.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 2 }) })
 	assert.Less(t, time.Since(start), 30*time.Second)
 	require.Error(t, r.err)
 	assert.Equal(t, KindAuth, KindOf(r.err))
@@ -247,7 +248,7 @@ func TestRateLimitThenSuccessCompletes(t *testing.T) {
 			Tools: []modelserver.ToolCall{write("w1", "ok.txt", "ok\n")}},
 		modelserver.Turn{Text: "Done."},
 	)
-	r := runSolo(t, sc, "retry please", func(c *config.Config) { c.Runners.Claude.MaxRetries = 2 })
+	r := runSolo(t, sc, "retry please", func(c *config.Config) { c.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 2 }) })
 	require.NoError(t, r.err)
 	assert.Equal(t, "ok", testenv.Git(t, r.repo, "show", r.rec.Branch+":ok.txt"))
 	statuses := []int{}

@@ -39,12 +39,14 @@ type loop struct {
 	said []prompts.Attribution
 }
 
-// seat is one reviewer: a domain of its own (parallel reviewers) or all
-// the configured domains, and its session across rounds.
+// seat is one reviewer of the board on a domain of its own (parallel
+// reviewers) or all the configured domains, and its session across
+// rounds.
 type seat struct {
-	domains []prompts.Domain
-	label   string // the domain, or "all"
-	session string
+	reviewer Reviewer
+	domains  []prompts.Domain
+	label    string // see ReviewerTurn.Seat
+	session  string
 	// carried is the bytes the session holds: its prompts and answers so
 	// far, which a resumed request sends again.
 	carried int
@@ -52,14 +54,15 @@ type seat struct {
 
 // covers reports whether the seat reviews findings of domain d.
 func (s *seat) covers(d string) bool {
-	return s.label == "all" || slices.Contains(s.domains, prompts.Domain(d))
+	return slices.Contains(s.domains, prompts.Domain(d))
 }
 
 // tracked is a finding and its state across rounds.
 type tracked struct {
 	finding prompts.Finding
 	status  observability.FindingStatus
-	round   int // the round that first reported it
+	round   int      // the round that first reported it
+	by      []string // the seats that raised it, in the order they did
 }
 
 // answer is one seat's answer in one round.
@@ -85,12 +88,31 @@ func newLoop(p Policy, task, base string, run Run) *loop {
 	if len(domains) == 0 {
 		domains = prompts.Domains()
 	}
-	if p.Parallel {
-		for _, d := range domains {
-			l.seats = append(l.seats, &seat{domains: []prompts.Domain{d}, label: string(d)})
+	board := p.Board
+	if len(board) == 0 {
+		board = []Reviewer{{}}
+	}
+	for _, r := range board {
+		prefix := ""
+		if len(board) > 1 {
+			prefix = r.Name
 		}
-	} else {
-		l.seats = []*seat{{domains: domains, label: "all"}}
+		label := func(d string) string {
+			switch {
+			case prefix == "":
+				return d
+			case d == "all":
+				return prefix
+			}
+			return prefix + "/" + d
+		}
+		if p.Parallel {
+			for _, d := range domains {
+				l.seats = append(l.seats, &seat{reviewer: r, domains: []prompts.Domain{d}, label: label(string(d))})
+			}
+		} else {
+			l.seats = append(l.seats, &seat{reviewer: r, domains: domains, label: label("all")})
+		}
 	}
 	return l
 }
@@ -262,7 +284,7 @@ func (l *loop) review(ctx context.Context, round int, diff, whole string, delta 
 	answers := make([]answer, len(l.seats))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(1)
-	if l.p.Parallel {
+	if l.p.Parallel || len(l.p.Board) > 1 {
 		g.SetLimit(max(l.p.MaxConcurrent, 1))
 	}
 	for i, s := range l.seats {
@@ -348,7 +370,7 @@ func (l *loop) ask(ctx context.Context, round int, s *seat, in prompts.ReviewInp
 // bytes the session now holds, and adds the tokens the CLI reported to
 // tokens.
 func (l *loop) turn(ctx context.Context, round int, s *seat, prompt string, tokens *observability.Tokens) (string, error) {
-	reply, err := l.run.Review(ctx, ReviewerTurn{Round: round, Seat: s.label, Prompt: prompt, Resume: s.session})
+	reply, err := l.run.Review(ctx, ReviewerTurn{Round: round, Seat: s.label, Reviewer: s.reviewer.Name, Prompt: prompt, Resume: s.session})
 	if reply.Session != "" {
 		s.session = reply.Session
 	}
@@ -371,7 +393,7 @@ func (l *loop) apply(round int, answers []answer, diffBytes int, delta bool) Rou
 	var entries []observability.ReviewFeedback
 	for _, a := range answers {
 		entry := observability.ReviewFeedback{
-			Iteration: round, Reviewer: observability.LLMGemini, Domain: a.seat.label,
+			Iteration: round, Reviewer: a.seat.reviewer.LLM, Domain: a.seat.label,
 			RawResponse: a.raw, DiffBytes: diffBytes, Delta: delta, ParseError: a.parseError,
 			PromptBytes: a.prompt, FullPromptBytes: a.full, Fresh: a.fresh, Tokens: a.tokens,
 		}
@@ -405,6 +427,9 @@ func (l *loop) apply(round int, answers []answer, diffBytes int, delta bool) Rou
 				}
 			}
 			t.status = observability.FindingOpen
+			if !slices.Contains(t.by, a.seat.label) {
+				t.by = append(t.by, a.seat.label)
+			}
 			entry.Findings = append(entry.Findings, observability.Finding{ID: f.ID})
 		}
 		if entry.Verdict == observability.ReviewApprove {
@@ -437,31 +462,45 @@ func (l *loop) apply(round int, answers []answer, diffBytes int, delta bool) Rou
 	return r
 }
 
-// verdict is the round's verdict: review_failed if any answer could not be
-// used; approve only if every seat approves and no open finding is
-// blocking (critical or high); request_changes otherwise.
+// verdict is the round's verdict by the board's rule: review_failed if
+// any answer could not be used; approve when every seat approves (or more
+// than half, by the majority rule) and no open finding is at or above the
+// rule's blocking severity; request_changes otherwise.
 func (l *loop) verdict(answers []answer) observability.ReviewVerdict {
-	verdict := observability.ReviewApprove
+	approvals := 0
 	for _, a := range answers {
 		switch {
 		case a.parseError != "":
 			return observability.ReviewFailed
-		case a.review.Verdict != observability.ReviewApprove:
-			verdict = observability.ReviewRequestChanges
+		case a.review.Verdict == observability.ReviewApprove:
+			approvals++
 		}
 	}
-	for _, f := range l.openFindings(nil) {
-		if f.Severity.Blocking() {
-			verdict = observability.ReviewRequestChanges
+	approved := approvals == len(answers)
+	if l.p.Rule.Majority {
+		approved = 2*approvals > len(answers)
+	}
+	block := l.p.Rule.BlockAt
+	if block == "" {
+		block = observability.SeverityHigh
+	}
+	if block != NoBlock {
+		for _, f := range l.openFindings(nil) {
+			if f.Severity.Rank() >= block.Rank() {
+				approved = false
+			}
 		}
 	}
-	return verdict
+	if approved {
+		return observability.ReviewApprove
+	}
+	return observability.ReviewRequestChanges
 }
 
 func toRecord(t *tracked) observability.Finding {
 	f := t.finding
 	return observability.Finding{ID: f.ID, Severity: f.Severity, Domain: f.Domain, File: f.File, Line: f.Line,
-		Title: f.Title, Detail: f.Detail, Suggestion: f.Suggestion, Status: t.status}
+		Title: f.Title, Detail: f.Detail, Suggestion: f.Suggestion, Status: t.status, RaisedBy: slices.Clone(t.by)}
 }
 
 // open lists the ids of the open findings, sorted.

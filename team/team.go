@@ -78,10 +78,15 @@ type CoderTurn struct {
 
 // ReviewerTurn is one turn of a reviewer seat.
 type ReviewerTurn struct {
-	Round  int
-	Seat   string // the seat's domain, or "all"
-	Prompt string
-	Resume string // the seat's session to resume; "" starts one
+	Round int
+	// Seat is the seat's label: its domain or "all" on a board of one
+	// reviewer, else the reviewer's name, and "/domain" with parallel
+	// domains ("codex", "codex/security").
+	Seat string
+	// Reviewer is the seat's reviewer (Reviewer.Name).
+	Reviewer string
+	Prompt   string
+	Resume   string // the seat's session to resume; "" starts one
 }
 
 // Reply is an agent's answer to a turn.
@@ -121,11 +126,35 @@ type Policy struct {
 	MaxIterations int
 	// Domains are the review domains; empty means all of them.
 	Domains []prompts.Domain
-	// Parallel gives each domain a reviewer seat of its own, run
-	// concurrently up to MaxConcurrent.
+	// Parallel gives each domain a reviewer seat of its own (each
+	// reviewer's), run concurrently up to MaxConcurrent.
 	Parallel      bool
 	MaxConcurrent int
+	// Board are the reviewers, each a seat (or a seat per domain): their
+	// answers are merged by finding id, and Rule decides the round.
+	Board []Reviewer
+	Rule  Rule
 }
+
+// Reviewer is one reviewer of the board: its name (the run's Review is
+// asked for it) and who it is in records.
+type Reviewer struct {
+	Name string
+	LLM  observability.LLM
+}
+
+// Rule is how the board decides a round.
+type Rule struct {
+	// Majority approves a round that more than half of the seats approve;
+	// otherwise every seat must.
+	Majority bool
+	// BlockAt is the severity at and above which an open finding blocks
+	// approval whatever the seats say: "" is high, NoBlock blocks none.
+	BlockAt observability.Severity
+}
+
+// NoBlock, as Rule.BlockAt, lets the seats' verdicts alone decide.
+const NoBlock observability.Severity = "none"
 
 // maxDiffBytes bounds the diff a reviewer is given; a larger diff is cut and
 // the cut is said in the prompt.

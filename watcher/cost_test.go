@@ -27,7 +27,7 @@ func TestTheCodersLastTestRunIsKept(t *testing.T) {
 	tr := newTracker(s, Policy{}, map[string]bool{}, func(Progress) {})
 	bash := func(id, cmd string) {
 		in, _ := json.Marshal(map[string]string{"command": cmd})
-		tr.observe(runners.Event{Kind: runners.KindToolUse, ToolUse: &runners.ToolUse{ID: id, Name: "Bash", Input: in}})
+		tr.observe(runners.Event{Kind: runners.KindToolUse, ToolUse: &runners.ToolUse{ID: id, Name: "Bash", Input: in, Kind: runners.ToolShell}})
 	}
 	result := func(id, out string, isErr bool) {
 		tr.observe(runners.Event{Kind: runners.KindToolResult, ToolResult: &runners.ToolResult{ToolUseID: id, Content: out, IsError: isErr}})

@@ -15,7 +15,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"slices"
@@ -492,14 +491,11 @@ func (f *inFlight) running() string {
 	return toolCommand(f.calls[f.order[0]])
 }
 
-// toolCommand is a shell tool call's command (claude's Bash, gemini's
-// run_shell_command), or the tool's name for any other tool.
+// toolCommand is a shell tool call's command, or the tool's name for any
+// other tool.
 func toolCommand(tu *runners.ToolUse) string {
-	var in struct {
-		Command string `json:"command"`
-	}
-	if json.Unmarshal(tu.Input, &in) == nil && strings.TrimSpace(in.Command) != "" {
-		return strings.TrimSpace(in.Command)
+	if cmd := strings.TrimSpace(tu.Command()); cmd != "" {
+		return cmd
 	}
 	if tu.Name == "" {
 		return "a tool"

@@ -296,7 +296,8 @@ func containsRule(list []Rule, r Rule) bool {
 }
 
 // tracker follows one process's events: turns, estimated cost, files
-// changed, tool calls (to name gemini's denials), and budgets.
+// changed, tool calls (to name the denials a CLI marks on results only),
+// and budgets.
 type tracker struct {
 	s        *Session
 	p        Policy
@@ -350,8 +351,8 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 		tu := t.tools[ev.ToolResult.ToolUseID]
 		delete(t.tools, ev.ToolResult.ToolUseID)
 		// A failing test run is a result too; a call the CLI refused is not.
-		if tu != nil && ev.ToolResult.ErrorType == "" && (tu.Name == "Bash" || tu.Name == "run_shell_command") {
-			if cmd := toolCommand(tu); testCommand.MatchString(cmd) {
+		if tu != nil && ev.ToolResult.ErrorType == "" && tu.Kind == runners.ToolShell {
+			if cmd := tu.Command(); testCommand.MatchString(cmd) {
 				t.tests = &testRun{cmd, ev.ToolResult.Content}
 			}
 		}
@@ -360,10 +361,12 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 		case ev.ToolResult.IsError && (ev.ToolResult.ErrorType == "policy_violation" || ev.ToolResult.ErrorType == "tool_not_registered"):
 			t.refused = append(t.refused, runners.Denial{Tool: tu.Name, ToolUseID: tu.ID, Input: tu.Input})
 		case !ev.ToolResult.IsError:
-			if path := changedFile(tu); path != "" && !t.files[path] {
-				t.files[path] = true
-				t.s.Files = append(t.s.Files, path)
-				t.emit(Progress{Kind: ProgressFileChanged, Detail: path})
+			for _, path := range tu.Files() {
+				if path = filepath.Clean(path); !t.files[path] {
+					t.files[path] = true
+					t.s.Files = append(t.s.Files, path)
+					t.emit(Progress{Kind: ProgressFileChanged, Detail: path})
+				}
 			}
 		}
 	case runners.KindRetry:
@@ -403,8 +406,8 @@ func (t *tracker) finish(res *runners.Result) {
 	}
 }
 
-// denials are the refused tool calls of a process: claude lists them in its
-// result; gemini only marks the tool results.
+// denials are the refused tool calls of a process: the result lists them
+// (claude's does), else the tool results marked refused (gemini's).
 func (t *tracker) denials(res *runners.Result) []runners.Denial {
 	if res != nil && len(res.Denials) > 0 {
 		return res.Denials
@@ -442,26 +445,3 @@ func tail(s string, n, maxBytes int) string {
 }
 
 func oneLineCmd(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// changedFile is the path a file-writing tool call changed, or "".
-func changedFile(tu *runners.ToolUse) string {
-	switch tu.Name {
-	case "Write", "Edit", "MultiEdit", "NotebookEdit", "write_file", "replace":
-	default:
-		return ""
-	}
-	var in struct {
-		FilePath     string `json:"file_path"`
-		NotebookPath string `json:"notebook_path"`
-		Path         string `json:"path"`
-	}
-	if json.Unmarshal(tu.Input, &in) != nil {
-		return ""
-	}
-	for _, p := range []string{in.FilePath, in.NotebookPath, in.Path} {
-		if p != "" {
-			return filepath.Clean(p)
-		}
-	}
-	return ""
-}

@@ -34,6 +34,8 @@ type actionOptions struct {
 	Task          string // the task; empty takes the title and body from the event
 	Mode          string
 	MaxIterations string
+	Coder         string // the coder's CLI
+	Reviewers     string // the reviewers' CLIs, comma-separated
 	Config        string
 	PR            string // a pull request number: run spawn pr on it instead of spawn run
 	Repo          string // the repository's directory (the step's working directory)
@@ -61,7 +63,7 @@ func newActionCmd(d *deps) *cli.Command {
 			get := func(name string) string { return strings.TrimSpace(proc.Getenv(d.env, name)) }
 			return runAction(c.Context, d, c.App, &actionOptions{
 				Task: proc.Getenv(d.env, "INPUT_TASK"), Mode: get("INPUT_MODE"), MaxIterations: get("INPUT_MAX_ITERATIONS"),
-				Config: get("INPUT_CONFIG"), PR: strings.TrimPrefix(get("INPUT_PR"), "#"), Repo: ".",
+				Coder: get("INPUT_CODER"), Reviewers: get("INPUT_REVIEWERS"), Config: get("INPUT_CONFIG"), PR: strings.TrimPrefix(get("INPUT_PR"), "#"), Repo: ".",
 				OutputFile: get("GITHUB_OUTPUT"), SummaryFile: get("GITHUB_STEP_SUMMARY"),
 				EventFile: get("GITHUB_EVENT_PATH"), TempDir: get("RUNNER_TEMP"),
 			})
@@ -114,6 +116,12 @@ func actionRun(ctx context.Context, d *deps, app *cli.App, opts *actionOptions) 
 			return rejected(opts.Task, err), err
 		}
 		env = append(env, "SPAWN_MAX_ITERATIONS="+opts.MaxIterations)
+	}
+	if opts.Coder != "" {
+		env = append(env, "SPAWN_CODER="+opts.Coder)
+	}
+	if opts.Reviewers != "" {
+		env = append(env, "SPAWN_REVIEWERS="+opts.Reviewers)
 	}
 	// The narration goes to stdout with the group markers, so that the two
 	// are in order in the log.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -15,6 +16,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
@@ -22,38 +24,55 @@ import (
 
 // demoOptions is `spawn demo` after flag parsing.
 type demoOptions struct {
-	Claude string
-	Gemini string
-	Dir    string
-	JSON   bool
-	Mode   observability.Mode // pingpong, or github against a fake GitHub
+	Coder    string
+	Reviewer string
+	// Bins are the binaries to drive, by CLI name (--claude, --codex...).
+	Bins map[string]string
+	Dir  string
+	JSON bool
+	Mode observability.Mode // pingpong, or github against a fake GitHub
 }
 
 func newDemoCmd(d *deps, runF func(context.Context, *deps, *demoOptions) error) *cli.Command {
+	reg := runners.NewRegistry()
+	defaults := config.Default().Team
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "coder", Usage: "the coder's agent CLI: " + strings.Join(reg.Names(), " | "), Value: defaults.Coder},
+		&cli.StringFlag{Name: "reviewer", Usage: "the reviewer's agent CLI, of another model family than the coder's", Value: defaults.Reviewers[0]},
+	}
+	for _, a := range reg.Adapters() {
+		flags = append(flags, &cli.StringFlag{Name: a.Name(), Usage: "the " + a.Name() + " binary to drive", Value: a.Install().Command})
+	}
+	flags = append(flags,
+		&cli.StringFlag{Name: "dir", Usage: "where to create the demo repository (default: a new temporary directory, kept)"},
+		&cli.BoolFlag{Name: "json", Usage: "print only the record"},
+		&cli.StringFlag{Name: "mode", Usage: "pingpong, or github: the same loop as a pull request on a fake GitHub (reviews, replies, resolved threads)", Value: "pingpong"},
+	)
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "run spawn offline: the real claude CLI fixes a bug in a throwaway repository and the real gemini CLI reviews it, driven by built-in scripted models",
-		Description: "No API key is needed: a local scripted model server stands in for both model APIs.\n" +
-			"The claude and gemini binaries are real; claude runs its real tools (Bash, Read, Edit) in the sandbox,\n" +
-			"gemini reviews the diff, claude fixes what it found in its resumed session, gemini approves.\n\n" +
+		Usage: "run spawn offline: a real agent CLI fixes a bug in a throwaway repository and a real agent CLI of another model family reviews it, driven by built-in scripted models",
+		Description: "No API key is needed: a local scripted model server stands in for the model APIs.\n" +
+			"The CLIs are real; the coder runs its real tools (its shell, its file tools) in the sandbox,\n" +
+			"the reviewer reviews the diff, the coder fixes what it found in its resumed session, the reviewer approves.\n" +
+			"Any coder may pair with any reviewer of another family: --coder codex --reviewer claude.\n\n" +
 			"With --mode github the same loop runs as a pull request on a fake GitHub started for the demo:\n" +
 			"the review with its inline comment, the coder's reply naming the fix, the thread resolved.\n\n" +
 			"Example:\n   spawn demo --claude agents/node_modules/.bin/claude --gemini agents/node_modules/.bin/gemini\n" +
+			"   spawn demo --coder codex --reviewer claude --codex agents/node_modules/.bin/codex --claude agents/node_modules/.bin/claude\n" +
 			"   spawn demo --mode github --claude agents/node_modules/.bin/claude --gemini agents/node_modules/.bin/gemini",
 		OnUsageError: onUsageError,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "claude", Usage: "the claude binary to drive", Value: "claude"},
-			&cli.StringFlag{Name: "gemini", Usage: "the gemini binary to drive", Value: "gemini"},
-			&cli.StringFlag{Name: "dir", Usage: "where to create the demo repository (default: a new temporary directory, kept)"},
-			&cli.BoolFlag{Name: "json", Usage: "print only the record"},
-			&cli.StringFlag{Name: "mode", Usage: "pingpong, or github: the same loop as a pull request on a fake GitHub (reviews, replies, resolved threads)", Value: "pingpong"},
-		},
+		Flags:        flags,
 		Action: func(c *cli.Context) error {
 			mode := observability.Mode(c.String("mode"))
 			if mode != observability.ModePingpong && mode != observability.ModeGitHub {
 				return usageError{fmt.Errorf("--mode %q: the demo runs pingpong or github", mode)}
 			}
-			return runF(c.Context, d, &demoOptions{Claude: c.String("claude"), Gemini: c.String("gemini"), Dir: c.String("dir"), JSON: c.Bool("json"), Mode: mode})
+			bins := map[string]string{}
+			for _, a := range reg.Adapters() {
+				bins[a.Name()] = c.String(a.Name())
+			}
+			return runF(c.Context, d, &demoOptions{Coder: c.String("coder"), Reviewer: c.String("reviewer"), Bins: bins,
+				Dir: c.String("dir"), JSON: c.Bool("json"), Mode: mode})
 		},
 	}
 }
@@ -72,7 +91,19 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	sc, err := demo.Scenario()
+	reg := runners.NewRegistry()
+	coder, err := reg.Lookup(opts.Coder)
+	if err != nil {
+		return usageError{fmt.Errorf("--coder: %w", err)}
+	}
+	reviewer, err := reg.Lookup(opts.Reviewer)
+	if err != nil {
+		return usageError{fmt.Errorf("--reviewer: %w", err)}
+	}
+	if coder.Family() == reviewer.Family() {
+		return usageError{fmt.Errorf("--coder %s and --reviewer %s are of one model family (%s); the demo pairs a reviewer of another family", coder.Name(), reviewer.Name(), coder.Family())}
+	}
+	sc, err := demo.Scenario(coder.Provider().Route, reviewer.Provider().Route)
 	if err != nil {
 		return err
 	}
@@ -89,24 +120,25 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}
-	genv, err := srv.GeminiEnv(home)
+	senv, err := srv.Env(home)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	env := demoEnv(d.env, home, tmp, append(srv.ClaudeEnv(), genv...))
+	env := demoEnv(d.env, reg, home, tmp, senv)
 	repo, err := demo.Repo(ctx, filepath.Join(root, "calc"), env)
 	if err != nil {
 		return err
 	}
-	for _, bin := range []struct{ flag, command string }{{"claude", opts.Claude}, {"gemini", opts.Gemini}} {
-		if _, err := proc.LookPath(bin.command, env); err != nil {
+	for _, a := range []runners.Adapter{coder, reviewer} {
+		if _, err := proc.LookPath(opts.Bins[a.Name()], env); err != nil {
 			return &spawn.Error{Kind: spawn.KindMissingCLI, Err: err, Msg: fmt.Sprintf(
 				"the %s CLI (%s) was not found; install the pinned CLIs with `make agents` and pass --%s agents/node_modules/.bin/%s, or install it with npm",
-				bin.flag, bin.command, bin.flag, bin.flag)}
+				a.Name(), opts.Bins[a.Name()], a.Name(), a.Install().Command)}
 		}
 	}
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModePingpong
+	cfg.Team.Coder, cfg.Team.Reviewers = coder.Name(), []string{reviewer.Name()}
 	var gh *githubfake.Server
 	if opts.Mode == observability.ModeGitHub {
 		var ghEnv []string
@@ -118,10 +150,9 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 		cfg.Team.Mode = observability.ModeGitHub
 		cfg.GitHub.MinWriteInterval = 0
 	}
-	cfg.Runners.Claude.Command = opts.Claude
-	cfg.Runners.Claude.MaxRetries = 0
-	cfg.Runners.Gemini.Command = opts.Gemini
-	cfg.Runners.Gemini.MaxRetries = 0
+	for _, a := range []runners.Adapter{coder, reviewer} {
+		cfg.Runners.Edit(a.Name(), func(s *runners.Settings) { s.Command, s.MaxRetries = opts.Bins[a.Name()], 0 })
+	}
 	if !opts.JSON {
 		fmt.Fprintf(d.io.Err, "spawn demo: repository %s, task %q, model API scripted at %s\n", repo.Dir, demo.Task, srv.URL())
 	}
@@ -158,17 +189,15 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 }
 
 // demoEnv is the user's environment with every model credential and
-// configuration variable removed, a private HOME and TMPDIR, and the
-// scripted server's variables.
-func demoEnv(base []string, home, tmp string, server []string) []string {
+// base URL the agent CLIs read removed (each provider's Vars), and spawn's
+// own settings, a private HOME and TMPDIR, and the scripted server's
+// variables.
+func demoEnv(base []string, reg runners.Registry, home, tmp string, server []string) []string {
 	var env []string
 	for _, kv := range base {
 		name, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(name, "ANTHROPIC_"), strings.HasPrefix(name, "CLAUDE_"),
-			strings.HasPrefix(name, "GEMINI_"), strings.HasPrefix(name, "GOOGLE_"),
-			strings.HasPrefix(name, "SPAWN_"),
-			name == "HOME", name == "TMPDIR", name == "XDG_CONFIG_HOME":
+		read := slices.ContainsFunc(reg.Adapters(), func(a runners.Adapter) bool { return a.Provider().Reads(name) })
+		if read || strings.HasPrefix(name, "SPAWN_") || name == "HOME" || name == "TMPDIR" || name == "XDG_CONFIG_HOME" {
 			continue
 		}
 		env = append(env, kv)

@@ -56,6 +56,12 @@ func childRunArgs(c *cli.Context) []string {
 		if detachFlags[name] || !c.IsSet(name) {
 			continue
 		}
+		if _, many := f.(*cli.StringSliceFlag); many {
+			for _, v := range c.StringSlice(name) {
+				args = append(args, fmt.Sprintf("--%s=%s", name, v))
+			}
+			continue
+		}
 		args = append(args, fmt.Sprintf("--%s=%v", name, c.Value(name)))
 	}
 	return args

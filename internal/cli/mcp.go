@@ -74,11 +74,14 @@ func (d *deps) mcpOptions(dir string) mcpserver.Options {
 func (d *deps) startFromMCP(ctx context.Context, req mcpserver.StartRequest) (string, error) {
 	var flags []string
 	for _, f := range []struct{ name, val string }{
-		{"mode", req.Mode}, {"base", req.Base}, {"branch", req.Branch}, {"config", req.Config}, {"model", req.Model},
+		{"mode", req.Mode}, {"base", req.Base}, {"branch", req.Branch}, {"config", req.Config}, {"model", req.Model}, {"coder", req.Coder},
 	} {
 		if f.val != "" {
 			flags = append(flags, "--"+f.name+"="+f.val)
 		}
+	}
+	for _, r := range req.Reviewers {
+		flags = append(flags, "--reviewer="+r)
 	}
 	if req.IdleTimeout > 0 {
 		flags = append(flags, "--idle-timeout="+req.IdleTimeout.String())

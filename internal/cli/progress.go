@@ -171,10 +171,20 @@ func toolSummary(input json.RawMessage) string {
 	if json.Unmarshal(input, &m) != nil {
 		return ""
 	}
-	for _, k := range []string{"command", "file_path", "path", "pattern", "url"} {
+	for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query"} {
 		if v, ok := m[k].(string); ok {
 			return firstLine(v)
 		}
+	}
+	// A change of several files (codex's file_change): their paths.
+	if changes, ok := m["changes"].([]any); ok {
+		var paths []string
+		for _, c := range changes {
+			if p, ok := c.(map[string]any)["path"].(string); ok {
+				paths = append(paths, p)
+			}
+		}
+		return strings.Join(paths, " ")
 	}
 	return ""
 }

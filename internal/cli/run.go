@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
@@ -32,7 +33,9 @@ type runOptions struct {
 	IdleTimeout  time.Duration
 	TotalTimeout time.Duration
 	Model        string
-	PRBase       string // github mode: the pull request's base branch
+	Coder        string   // --coder
+	Reviewers    []string // --reviewer, repeated
+	PRBase       string   // github mode: the pull request's base branch
 	// Progress is --progress: what stderr shows while the run runs.
 	Progress progressMode
 	// Detach starts the run in a process of its own (runDetach); childArgs
@@ -66,7 +69,9 @@ func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *c
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not narrate what the agents do on stderr (the summary, notes and warnings stay)"},
 			&cli.DurationFlag{Name: "idle-timeout", Usage: "stop an agent that prints nothing for this long (e.g. 5m)"},
 			&cli.DurationFlag{Name: "total-timeout", Usage: "stop an agent that runs this long (e.g. 30m)"},
-			&cli.StringFlag{Name: "model", Usage: "the coder's model (claude --model)"},
+			&cli.StringFlag{Name: "coder", Usage: "the coder's agent CLI: " + strings.Join(runners.NewRegistry().Names(), " | ") + " (default: the config's coder)"},
+			&cli.StringSliceFlag{Name: "reviewer", Usage: "a reviewer's agent CLI, one seat of the review board; repeat it for a board of several (default: the config's reviewers)"},
+			&cli.StringFlag{Name: "model", Usage: "the coder's model (its CLI's --model; default: [runners.<coder>] model)"},
 			&cli.StringFlag{Name: "pr-base", Usage: "github mode: the pull request's base branch (default: the branch --base names, else the repository's default branch)"},
 			progressFlag(),
 			&cli.BoolFlag{Name: "detach", Usage: "start the run in the background, print its id and return (with --json, {\"id\": ...}); its output goes to detach.log in the run directory"},
@@ -96,6 +101,8 @@ func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *c
 				IdleTimeout:  c.Duration("idle-timeout"),
 				TotalTimeout: c.Duration("total-timeout"),
 				Model:        c.String("model"),
+				Coder:        c.String("coder"),
+				Reviewers:    c.StringSlice("reviewer"),
 				PRBase:       c.String("pr-base"),
 				Progress:     progress,
 				Detach:       c.Bool("detach"),
@@ -183,7 +190,8 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 		return rejected(task, err), err
 	}
 	loaded, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: config.Overrides{
-		Mode: observability.Mode(opts.Mode), IdleTimeout: opts.IdleTimeout, TotalTimeout: opts.TotalTimeout, ClaudeModel: opts.Model, PRBase: opts.PRBase,
+		Mode: observability.Mode(opts.Mode), IdleTimeout: opts.IdleTimeout, TotalTimeout: opts.TotalTimeout, Model: opts.Model, PRBase: opts.PRBase,
+		Coder: opts.Coder, Reviewers: opts.Reviewers,
 	}})
 	if err != nil {
 		return rejected(task, err), err

@@ -47,6 +47,9 @@ func summary(rec *observability.Record) string {
 	}
 	if rec.Error != nil {
 		fmt.Fprintf(&b, "  error:     %s: %s\n", rec.Error.Kind, rec.Error.Message)
+		if at := rec.Error.ResetAt; at != nil {
+			fmt.Fprintf(&b, "  resets:    %s (the usage limit; spawn resume %s goes on after it)\n", at.Local().Format(time.DateTime+" MST"), rec.ID)
+		}
 	}
 	for _, n := range rec.Notes {
 		fmt.Fprintf(&b, "  note:      %s\n", n)
@@ -164,6 +167,12 @@ func nextSteps(rec *observability.Record, open int) []string {
 // findings with their titles, what it resolved; then the run's verdict.
 func rounds(rec *observability.Record) string {
 	var b strings.Builder
+	board := 0 // the reviewers' seats: who raised a finding is said on a board of several
+	for _, s := range rec.Seats {
+		if s.Role == observability.RoleReviewer {
+			board++
+		}
+	}
 	for i, f := range rec.ReviewFeedback {
 		label := "reviews:"
 		if i > 0 {
@@ -172,7 +181,11 @@ func rounds(rec *observability.Record) string {
 		fmt.Fprintf(&b, "  %-10s round %d  %-24s %-16s %s, %d resolved\n", label, f.Iteration, string(f.Reviewer)+" ("+f.Domain+")", f.Verdict,
 			plural(len(f.Findings), "finding"), len(f.Resolved)+len(f.ResolvedByApproval))
 		for _, x := range f.Findings {
-			fmt.Fprintf(&b, "               %-8s %s  %s (%s)\n", x.Severity, location(x), x.Title, x.Status)
+			by := ""
+			if board > 1 && len(x.RaisedBy) > 0 {
+				by = ", raised by " + strings.Join(x.RaisedBy, " and ")
+			}
+			fmt.Fprintf(&b, "               %-8s %s  %s (%s%s)\n", x.Severity, location(x), x.Title, x.Status, by)
 		}
 		if f.ParseError != "" {
 			fmt.Fprintf(&b, "               the answer could not be used: %s\n", firstLine(f.ParseError))

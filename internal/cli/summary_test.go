@@ -153,3 +153,35 @@ func TestSummaryShowsThePullRequestAndItsThreads(t *testing.T) {
 		})
 	}
 }
+
+// A board of several reviewers: each seat's verdict on a line of its own,
+// and who raised each finding.
+func TestSummaryShowsTheBoardAndWhoRaisedWhat(t *testing.T) {
+	rec := finishedRecord(observability.ModePingpong, observability.StatusSucceeded, observability.VerdictApproved, 0)
+	rec.Seats = []observability.Seat{
+		{Role: observability.RoleCoder, LLM: observability.LLMClaude, Family: "anthropic"},
+		{Role: observability.RoleReviewer, Seat: "codex", LLM: observability.LLMCodex, Model: "gpt-5.5", Family: "openai"},
+		{Role: observability.RoleReviewer, Seat: "gemini", LLM: observability.LLMGemini, Model: "gemini-2.5-pro", Family: "google"},
+	}
+	f := observability.Finding{ID: "f1", Severity: observability.SeverityMedium, Domain: "general_polish", File: "calc.go", Line: 6,
+		Title: "No test with negative numbers", Status: observability.FindingResolved, RaisedBy: []string{"gemini"}}
+	rec.ReviewFeedback = []observability.ReviewFeedback{
+		{Iteration: 1, Reviewer: observability.LLMCodex, Domain: "codex", Verdict: observability.ReviewApprove},
+		{Iteration: 1, Reviewer: observability.LLMGemini, Domain: "gemini", Verdict: observability.ReviewRequestChanges, Findings: []observability.Finding{f}},
+	}
+	s := summary(rec)
+	assert.Contains(t, s, "round 1  codex-cli (codex)")
+	assert.Contains(t, s, "round 1  gemini-cli (gemini)")
+	assert.Contains(t, s, "No test with negative numbers (resolved, raised by gemini)")
+}
+
+// A usage limit says when it resets and that resume goes on.
+func TestSummaryOfAUsageLimitSaysWhenItResets(t *testing.T) {
+	rec := finishedRecord(observability.ModeSolo, observability.StatusFailed, observability.VerdictNone, 5)
+	at := time.Date(2026, 11, 23, 12, 5, 0, 0, time.UTC)
+	rec.Error = &observability.Error{Kind: "usage_limit", Message: "codex reached its account's usage limit", ResetAt: &at}
+	s := summary(rec)
+	assert.Contains(t, s, "failed: usage_limit (exit 5)")
+	assert.Contains(t, s, "resets:    "+at.Local().Format(time.DateTime))
+	assert.Contains(t, s, "spawn resume "+rec.ID+" goes on after it")
+}

@@ -1,16 +1,15 @@
 // Package demo builds spawn's offline demonstration: a throwaway repository
 // with a small bug, and the scripted model conversations in which the real
-// claude CLI finds and fixes it and the real gemini CLI reviews the fix.
+// coder CLI finds and fixes it and the real reviewer CLI reviews the fix.
 package demo
 
 import (
-	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
@@ -20,23 +19,41 @@ import (
 // Task is what the demo asks the coder to do.
 const Task = "Fix the failing test in calc.go"
 
-//go:embed scenario.json
-var scenarioJSON []byte
-
-// Scenario is the scripted models' side of the demo. The coder (claude)
-// runs the tests, reads calc.go, fixes it with Edit and runs the tests
-// again. The reviewer (gemini) asks for a test with negative numbers; the
-// coder, resumed, adds it; the reviewer approves.
-func Scenario() (modelserver.Scenario, error) {
+// Scenario is the scripted models' side of the demo, for a coder and a
+// reviewer whose CLIs call the model APIs coderAPI and reviewerAPI (the
+// names modelserver gives them: modelserver.APIAnthropic, APIOpenAI,
+// APIGemini), each in the tool shapes of the CLI that calls that API. The
+// coder runs the tests, reads calc.go, fixes it and runs the tests again.
+// The reviewer asks for a test with negative numbers; the coder, resumed,
+// adds it and answers the finding by its id; the reviewer approves.
+func Scenario(coderAPI, reviewerAPI string) (modelserver.Scenario, error) {
 	var sc modelserver.Scenario
-	dec := json.NewDecoder(bytes.NewReader(scenarioJSON))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sc); err != nil {
-		return sc, fmt.Errorf("demo scenario: %w", err)
+	if coderAPI == reviewerAPI {
+		return sc, fmt.Errorf("demo scenario: the coder and the reviewer call the same model API (%s): the demo scripts one role per API", coderAPI)
+	}
+	tools, ok := apiTools[coderAPI]
+	if !ok {
+		return sc, fmt.Errorf("demo scenario: no coder script for the model API %q", coderAPI)
 	}
 	// The finding sits on the line the coder fixed, inside the change's
 	// diff: in github mode it becomes an inline comment, its thread.
 	const domain, file, title = "general_polish", "calc.go", "No test with negative numbers"
+	id := prompts.FindingID(domain, file, title)
+	fixed := strings.Replace(files["calc.go"], "return a - b", "return a + b", 1)
+	const negative = "func TestAddNegative(t *testing.T) {\n\tif got := Add(-2, -3); got != -5 {\n\t\tt.Fatalf(\"Add(-2, -3) = %d, want -5\", got)\n\t}\n}\n\n"
+	tested := strings.Replace(files["calc_test.go"], "func TestAdd(t *testing.T) {", negative+"func TestAdd(t *testing.T) {", 1)
+	coder := []modelserver.Turn{
+		{Text: "Let me run the tests first to see what fails.", Tools: []modelserver.ToolCall{tools.shell("demo-test-1", "go test ./...")}},
+		{Text: "TestAdd fails: Add(2, 3) returns -1. Let me read calc.go.", Tools: []modelserver.ToolCall{tools.read("demo-read-1", "calc.go")}},
+		{Text: "Add subtracts instead of adding. Fixing it.", Tools: []modelserver.ToolCall{tools.edit("demo-edit-1", "calc.go", "\treturn a - b\n", "\treturn a + b\n", fixed)}},
+		{Tools: []modelserver.ToolCall{tools.shell("demo-test-2", "go test ./...")}},
+		{Text: "Fixed: Add now returns a + b, and `go test ./...` passes."},
+		{Text: "The reviewer wants a test with negative numbers. Let me read the test file.", Tools: []modelserver.ToolCall{tools.read("demo-read-2", "calc_test.go")}},
+		{Tools: []modelserver.ToolCall{tools.edit("demo-edit-2", "calc_test.go", "func TestAdd(t *testing.T) {\n", negative+"func TestAdd(t *testing.T) {\n", tested)}},
+		{Tools: []modelserver.ToolCall{tools.shell("demo-test-3", "go test ./...")}},
+		// The coder's fix turn answers the finding under the reply contract.
+		{Text: "Added TestAddNegative; `go test ./...` passes.\n\n" + id + ": fixed - added TestAddNegative, which adds two negative numbers"},
+	}
 	round1, err := json.Marshal(map[string]any{
 		"verdict": "request_changes",
 		"summary": "The fix is right: Add now adds. The tests only cover positive numbers.",
@@ -53,22 +70,83 @@ func Scenario() (modelserver.Scenario, error) {
 		"verdict":  "approve",
 		"summary":  "TestAddNegative covers negative operands; nothing else to change.",
 		"findings": []any{},
-		"resolved": []string{prompts.FindingID(domain, file, title)},
+		"resolved": []string{id},
 	})
 	if err != nil {
 		return sc, fmt.Errorf("demo scenario: %w", err)
 	}
-	// The coder's fix turn answers the finding under the reply contract.
-	coder := &sc.Anthropic[len(sc.Anthropic)-1]
-	last := &coder.Turns[len(coder.Turns)-1]
-	last.Text += "\n\n" + prompts.FindingID(domain, file, title) + ": fixed - added TestAddNegative, which adds two negative numbers"
 	// One script per review round, round 2 first: its request, whether the
 	// seat's session is resumed or started afresh, holds "round 2".
-	sc.Gemini = []modelserver.Script{
+	reviewer := []modelserver.Script{
 		{Match: "round 2", Turns: []modelserver.Turn{{Text: "```json\n" + string(round2) + "\n```"}}},
 		{Turns: []modelserver.Turn{{Text: "```json\n" + string(round1) + "\n```"}}},
 	}
+	coderScripts, reviewerScripts := sc.Scripts(coderAPI), sc.Scripts(reviewerAPI)
+	if coderScripts == nil || reviewerScripts == nil {
+		return sc, fmt.Errorf("demo scenario: unknown model API %q or %q", coderAPI, reviewerAPI)
+	}
+	*coderScripts = []modelserver.Script{{Turns: coder}}
+	*reviewerScripts = reviewer
 	return sc, sc.Validate()
+}
+
+// coderTools are the coder's actions in the tool shapes of the CLI that
+// calls one model API.
+type coderTools struct {
+	shell func(id, cmd string) modelserver.ToolCall
+	read  func(id, file string) modelserver.ToolCall
+	// edit replaces old by new in file, whose whole new content is whole.
+	edit func(id, file, old, new, whole string) modelserver.ToolCall
+}
+
+// apiTools are the coder's tools per model API.
+var apiTools = map[string]coderTools{
+	modelserver.APIAnthropic: {
+		shell: func(id, cmd string) modelserver.ToolCall {
+			return modelserver.ToolCall{ID: id, Name: "Bash", Input: map[string]any{"command": cmd, "description": "Run the tests"}}
+		},
+		read: func(id, file string) modelserver.ToolCall {
+			return modelserver.ToolCall{ID: id, Name: "Read", Input: map[string]any{"file_path": "{{workdir}}/" + file}}
+		},
+		edit: func(id, file, old, new, _ string) modelserver.ToolCall {
+			return modelserver.ToolCall{ID: id, Name: "Edit", Input: map[string]any{"file_path": "{{workdir}}/" + file,
+				"old_string": strings.TrimSuffix(old, "\n"), "new_string": strings.TrimSuffix(new, "\n")}}
+		},
+	},
+	modelserver.APIGemini: {
+		shell: func(id, cmd string) modelserver.ToolCall {
+			return modelserver.ToolCall{ID: id, Name: "run_shell_command", Input: map[string]any{"command": cmd, "description": "Run the tests"}}
+		},
+		read: func(id, file string) modelserver.ToolCall {
+			return modelserver.ToolCall{ID: id, Name: "read_file", Input: map[string]any{"file_path": "{{workdir}}/" + file}}
+		},
+		edit: func(id, file, _, _, whole string) modelserver.ToolCall {
+			return modelserver.ToolCall{ID: id, Name: "write_file", Input: map[string]any{"file_path": "{{workdir}}/" + file, "content": whole}}
+		},
+	},
+	modelserver.APIOpenAI: {
+		shell: func(id, cmd string) modelserver.ToolCall {
+			return modelserver.ToolCall{ID: id, Name: "exec_command", Input: map[string]any{"cmd": cmd}}
+		},
+		read: func(id, file string) modelserver.ToolCall {
+			return modelserver.ToolCall{ID: id, Name: "exec_command", Input: map[string]any{"cmd": "cat " + file}}
+		},
+		edit: func(id, file, old, new, _ string) modelserver.ToolCall {
+			patch := "*** Begin Patch\n*** Update File: " + file + "\n@@\n" + prefixed("-", old) + prefixed("+", new) + "*** End Patch\n"
+			return modelserver.ToolCall{ID: id, Name: "apply_patch", Input: map[string]any{"input": patch}}
+		},
+	},
+}
+
+// prefixed is each line of text with prefix before it.
+func prefixed(prefix, text string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		if line != "" {
+			b.WriteString(prefix + line)
+		}
+	}
+	return b.String()
 }
 
 var files = map[string]string{

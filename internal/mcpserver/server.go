@@ -80,6 +80,8 @@ type StartRequest struct {
 	Branch       string
 	Config       string
 	Model        string
+	Coder        string
+	Reviewers    []string
 	IdleTimeout  time.Duration
 	TotalTimeout time.Duration
 }

@@ -16,15 +16,17 @@ import (
 
 // StartInput is spawn_start's and spawn_run's input: spawn run's options.
 type StartInput struct {
-	Task         string `json:"task" jsonschema:"the coding task, as you would tell a colleague: what to change and how to know it works"`
-	Mode         string `json:"mode,omitempty" jsonschema:"solo (coder only), sequential or pingpong (coder and reviewer rounds), github; default: the repository's configuration, pingpong out of the box"`
-	Repo         string `json:"repo,omitempty" jsonschema:"a directory in the git repository to work on; default: the server's working directory"`
-	Base         string `json:"base,omitempty" jsonschema:"the commit or ref the run's branch starts from; default: HEAD"`
-	Branch       string `json:"branch,omitempty" jsonschema:"the run's branch; default: spawn/<id>/<slug>"`
-	Config       string `json:"config,omitempty" jsonschema:"a spawn-team.toml configuration file; default: the repository's"`
-	Model        string `json:"model,omitempty" jsonschema:"the coder's model (claude --model)"`
-	IdleTimeout  string `json:"idle_timeout,omitempty" jsonschema:"stop an agent that prints nothing for this long, a Go duration such as 5m"`
-	TotalTimeout string `json:"total_timeout,omitempty" jsonschema:"stop an agent that runs this long, a Go duration such as 30m"`
+	Task         string   `json:"task" jsonschema:"the coding task, as you would tell a colleague: what to change and how to know it works"`
+	Mode         string   `json:"mode,omitempty" jsonschema:"solo (coder only), sequential or pingpong (coder and reviewer rounds), github; default: the repository's configuration, pingpong out of the box"`
+	Repo         string   `json:"repo,omitempty" jsonschema:"a directory in the git repository to work on; default: the server's working directory"`
+	Base         string   `json:"base,omitempty" jsonschema:"the commit or ref the run's branch starts from; default: HEAD"`
+	Branch       string   `json:"branch,omitempty" jsonschema:"the run's branch; default: spawn/<id>/<slug>"`
+	Config       string   `json:"config,omitempty" jsonschema:"a spawn-team.toml configuration file; default: the repository's"`
+	Coder        string   `json:"coder,omitempty" jsonschema:"the coder's agent CLI: claude, codex or gemini; default: the repository's configuration, claude out of the box"`
+	Reviewers    []string `json:"reviewers,omitempty" jsonschema:"the review board's agent CLIs, one seat each, each of another model family than the coder's (claude, codex, gemini); default: the repository's configuration, gemini out of the box"`
+	Model        string   `json:"model,omitempty" jsonschema:"the coder's model (its CLI's --model); default: the configuration's"`
+	IdleTimeout  string   `json:"idle_timeout,omitempty" jsonschema:"stop an agent that prints nothing for this long, a Go duration such as 5m"`
+	TotalTimeout string   `json:"total_timeout,omitempty" jsonschema:"stop an agent that runs this long, a Go duration such as 30m"`
 }
 
 // RunInput names a run.
@@ -105,7 +107,7 @@ func (s *server) startRun(ctx context.Context, in StartInput) (string, error) {
 	if strings.TrimSpace(in.Task) == "" {
 		return "", errors.New(`"task" is empty: say what the coder should do, e.g. "add a /healthz endpoint that returns 200"`)
 	}
-	req := StartRequest{Repo: in.Repo, Task: in.Task, Mode: in.Mode, Base: in.Base, Branch: in.Branch, Config: in.Config, Model: in.Model}
+	req := StartRequest{Repo: in.Repo, Task: in.Task, Mode: in.Mode, Base: in.Base, Branch: in.Branch, Config: in.Config, Model: in.Model, Coder: in.Coder, Reviewers: in.Reviewers}
 	if req.Repo == "" {
 		req.Repo = s.opts.Dir
 	}

@@ -19,6 +19,20 @@ type Scenario struct {
 	OpenAI []Script `json:"openai"`
 }
 
+// Scripts are the scripts of the model API api (APIAnthropic, APIGemini,
+// APIOpenAI), to read or set; nil for an unknown API.
+func (sc *Scenario) Scripts(api string) *[]Script {
+	switch api {
+	case APIAnthropic:
+		return &sc.Anthropic
+	case APIGemini:
+		return &sc.Gemini
+	case APIOpenAI:
+		return &sc.OpenAI
+	}
+	return nil
+}
+
 // Script is the conversation of one agent process (or session). Match
 // selects it: the first script of the request's API whose Match is a
 // substring of some user text of the request wins; "" matches every request.
@@ -84,12 +98,13 @@ type HTTPError struct {
 	// Times is how many requests get the error before the turn is answered
 	// normally; 0 means always. The count is kept per server and turn.
 	Times int `json:"times"`
-	// ResetsIn, on an OpenAI 429, makes the error a usage limit that resets
-	// this long after the answer, as ChatGPT's Codex backend reports one:
-	// error.type "usage_limit_reached" with resets_at (Unix seconds) and
-	// resets_in_seconds in the body, and x-codex-primary-* rate-limit
-	// headers saying the 5-hour window is used up. The other APIs, and
-	// other statuses, ignore it. It must not be negative.
+	// ResetsIn, on a 429, makes the error a usage limit that resets this
+	// long after the answer, as each API reports one: OpenAI as ChatGPT's
+	// Codex backend does (error.type "usage_limit_reached" with resets_at
+	// and resets_in_seconds, x-codex-primary-* headers), Anthropic with its
+	// unified rate-limit headers and Retry-After, Gemini with
+	// RESOURCE_EXHAUSTED and a RetryInfo. Other statuses ignore it. It must
+	// not be negative.
 	ResetsIn Duration `json:"resets_in,omitempty"`
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -178,6 +179,18 @@ func (s *Server) OpenAIBaseURL() string { return s.url + "/v1" }
 // CODEX_HOME, an existing private directory.
 func (s *Server) CodexEnv() []string {
 	return []string{"OPENAI_API_KEY=" + APIKey}
+}
+
+// Env is the environment entries that point every CLI at the server
+// (ClaudeEnv, GeminiEnv of home, CodexEnv) and the upstream a relay in
+// front of codex forwards to (OPENAI_BASE_URL=OpenAIBaseURL()).
+func (s *Server) Env(home string) ([]string, error) {
+	genv, err := s.GeminiEnv(home)
+	if err != nil {
+		return nil, err
+	}
+	env := append(s.ClaudeEnv(), genv...)
+	return append(append(env, s.CodexEnv()...), "OPENAI_BASE_URL="+s.OpenAIBaseURL()), nil
 }
 
 // GeminiEnv prepares home as gemini's HOME and returns the environment
@@ -399,7 +412,46 @@ func (x *exchange) scriptedError(e *HTTPError) {
 		x.openaiError(e.Status, e.Message, time.Duration(e.ResetsIn))
 		return
 	}
+	if e.Status == http.StatusTooManyRequests && e.ResetsIn > 0 {
+		x.usageLimit(e.Message, time.Duration(e.ResetsIn))
+		return
+	}
 	x.apiError(e.Status, e.Message)
+}
+
+// usageLimit answers a 429 that says the account's limit is spent until
+// resetsIn from now, as each API says it: Anthropic with its unified rate
+// limit headers (a subscription's five-hour window: status rejected, the
+// reset in Unix seconds) and Retry-After; Gemini with RESOURCE_EXHAUSTED,
+// a QuotaFailure and a RetryInfo whose retryDelay is the wait.
+func (x *exchange) usageLimit(msg string, resetsIn time.Duration) {
+	h := x.w.Header()
+	secs := int64(resetsIn.Seconds())
+	h.Set("Retry-After", strconv.FormatInt(secs, 10))
+	if x.rec.API == APIGemini {
+		if msg == "" {
+			msg = fmt.Sprintf("You exceeded your current quota, please check your plan and billing details. Please retry in %ds.", secs)
+		}
+		x.writeJSON(http.StatusTooManyRequests, map[string]any{"error": map[string]any{
+			"code": http.StatusTooManyRequests, "message": msg, "status": "RESOURCE_EXHAUSTED",
+			"details": []any{
+				map[string]any{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []any{map[string]any{
+					"quotaMetric": "generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count",
+					"quotaId":     "GenerateContentPaidTierInputTokensPerModelPerDay"}}},
+				map[string]any{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": fmt.Sprintf("%ds", secs)},
+			},
+		}})
+		return
+	}
+	h.Set("anthropic-ratelimit-unified-status", "rejected")
+	h.Set("anthropic-ratelimit-unified-reset", strconv.FormatInt(time.Now().Add(resetsIn).Unix(), 10))
+	h.Set("anthropic-ratelimit-unified-representative-claim", "five_hour")
+	if msg == "" {
+		msg = "This request would exceed your account's rate limit. Please try again later."
+	}
+	x.writeJSON(http.StatusTooManyRequests, map[string]any{
+		"type": "error", "error": map[string]any{"type": "rate_limit_error", "message": msg},
+	})
 }
 
 // apiError answers status with the error body of the request's API.

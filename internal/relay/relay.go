@@ -70,6 +70,11 @@ type Usage struct {
 	Status               int
 	Duration             time.Duration
 	RequestBytes, Answer int64
+	// ResetAt is, for an answer that refused the request for a limit (a
+	// 429), when the provider says the limit resets; zero when it did not
+	// say. LimitMessage is its words for it.
+	ResetAt      time.Time
+	LimitMessage string
 }
 
 // Options are a relay's hooks into its run.
@@ -239,6 +244,13 @@ func (r *Relay) proxy(rt Route) http.Handler {
 			}
 			u.Seat, u.Route, u.Path, u.Status = g.seat, rt.Name, req.URL.Path, mw.status
 			u.Duration, u.RequestBytes, u.Answer = time.Since(start), req.ContentLength, mw.n
+			if mw.limited {
+				at, msg := resetFromBody(mw.body, time.Now())
+				if mw.resetAt.IsZero() {
+					mw.resetAt = at
+				}
+				u.ResetAt, u.LimitMessage = mw.resetAt, msg
+			}
 			r.opts.Used(u)
 		}
 	})
@@ -290,10 +302,22 @@ type meteredWriter struct {
 	meter  Meter
 	status int
 	n      int64
+	// A 429's reset time, from its headers, else its body (kept up to
+	// maxLimitBody).
+	limited bool
+	resetAt time.Time
+	body    []byte
 }
+
+// maxLimitBody bounds the body of a 429 the relay reads for its reset time.
+const maxLimitBody = 64 << 10
 
 func (m *meteredWriter) WriteHeader(code int) {
 	m.status = code
+	if code == http.StatusTooManyRequests {
+		m.limited = true
+		m.resetAt = resetFromHeaders(m.ResponseWriter.Header(), time.Now())
+	}
 	m.ResponseWriter.WriteHeader(code)
 }
 
@@ -305,6 +329,9 @@ func (m *meteredWriter) Write(b []byte) (int, error) {
 	m.n += int64(n)
 	if m.meter != nil && m.status < 300 {
 		m.meter.Observe(b[:n])
+	}
+	if m.limited && len(m.body) < maxLimitBody {
+		m.body = append(m.body, b[:min(n, maxLimitBody-len(m.body))]...)
 	}
 	return n, err
 }

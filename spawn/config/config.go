@@ -39,7 +39,7 @@ type Config struct {
 	Team        Team        `toml:"spawn-team"`
 	Spawn       Limits      `toml:"spawn"`
 	Permissions Permissions `toml:"permissions"`
-	Runners     Runners     `toml:"runners"`
+	Runners     Runners     `toml:"-"`
 	Sandbox     Sandbox     `toml:"sandbox"`
 	GitHub      GitHub      `toml:"github"`
 }
@@ -122,14 +122,32 @@ func (s Sandbox) Limits() isolation.Limits {
 
 // Team configures the orchestrator.
 type Team struct {
-	Mode                   observability.Mode `toml:"mode"`
-	MaxIterations          int                `toml:"max_iterations"`
-	PrimaryLLM             string             `toml:"primary_llm"`
-	ReviewerLLM            string             `toml:"reviewer_llm"`
-	MaxEscalations         int                `toml:"max_escalations"`
-	ReviewDomains          []string           `toml:"review_domains"`
-	ParallelReviewers      bool               `toml:"parallel_reviewers"`
-	MaxConcurrentReviewers int                `toml:"max_concurrent_reviewers"`
+	Mode          observability.Mode `toml:"mode"`
+	MaxIterations int                `toml:"max_iterations"`
+	// Coder is the coder's agent CLI (a registry name: "claude", "codex",
+	// "gemini"). primary_llm is its older name.
+	Coder string `toml:"coder"`
+	// Reviewers are the review board's agent CLIs, a seat each.
+	// reviewer_llm is the older name of a board of one.
+	Reviewers []string `toml:"reviewers"`
+	// Board is how the board decides a round: "unanimous" (every seat
+	// approves) or "majority" (more than half do). BlockAt is the severity
+	// at and above which an open finding blocks approval whatever the seats
+	// say ("none": none blocks).
+	Board   string `toml:"board"`
+	BlockAt string `toml:"block_at"`
+	// SameFamily lets a reviewer of the coder's own model family sit on the
+	// board (a model reviewing itself shares its blind spots).
+	SameFamily             bool     `toml:"same_family"`
+	MaxEscalations         int      `toml:"max_escalations"`
+	ReviewDomains          []string `toml:"review_domains"`
+	ParallelReviewers      bool     `toml:"parallel_reviewers"`
+	MaxConcurrentReviewers int      `toml:"max_concurrent_reviewers"`
+
+	// PrimaryLLM and ReviewerLLM are the older names of coder and
+	// reviewers, kept working; Load folds them in.
+	PrimaryLLM  string `toml:"primary_llm" legacy:"coder"`
+	ReviewerLLM string `toml:"reviewer_llm" legacy:"reviewers"`
 }
 
 // Limits bounds one agent run.
@@ -147,6 +165,10 @@ type Limits struct {
 	QuestionPatterns []string `toml:"question_patterns"`
 	// AutoAnswer is what the coder is told; "" means the built-in answer.
 	AutoAnswer string `toml:"auto_answer"`
+	// WaitForQuota is how long a run may wait, in all, for an agent's
+	// usage limit to reset before it goes on; 0 ends the turn at the limit
+	// (spawn resume goes on later).
+	WaitForQuota time.Duration `toml:"wait_for_quota"`
 }
 
 // Permissions is the coder's tool manifest.
@@ -158,29 +180,22 @@ type Permissions struct {
 	DeniedTools  []string `toml:"denied_tools"`
 }
 
-// Runners configures the agent CLIs.
-type Runners struct {
-	Claude Runner `toml:"claude"`
-	Gemini Runner `toml:"gemini"`
-}
+// Runners configures the agent CLIs: [runners.<name>] for each CLI of the
+// registry (runners.NewRegistry), each starting from its adapter's
+// Defaults.
+type Runners map[string]runners.Settings
 
-// Runner configures one agent CLI.
-type Runner struct {
-	Command string `toml:"command"`
-	Model   string `toml:"model"`
-	// ApprovalMode is gemini's --approval-mode (the reviewer is read-only:
-	// "default"). Unused for claude.
-	ApprovalMode string `toml:"approval_mode,omitempty"`
-	// MaxRetries bounds the CLI's own retries of a failed model API call
-	// (claude: CLAUDE_CODE_MAX_RETRIES; gemini: general.maxAttempts-1).
-	// 0 means no retries.
-	MaxRetries int `toml:"max_retries"`
-	// AllowedTools are the only built-in tools the reviewer is offered
-	// (gemini's tools.core): read-only file tools by default. ExcludedTools
-	// are never offered (tools.exclude). Gemini only: the coder's tools are
-	// [permissions].
-	AllowedTools  []string `toml:"allowed_tools,omitempty"`
-	ExcludedTools []string `toml:"excluded_tools,omitempty"`
+// Get is the settings of the CLI name.
+func (r Runners) Get(name string) runners.Settings { return r[name] }
+
+// Set replaces the settings of the CLI name.
+func (r Runners) Set(name string, s runners.Settings) { r[name] = s }
+
+// Edit changes the settings of the CLI name with edit.
+func (r Runners) Edit(name string, edit func(*runners.Settings)) {
+	s := r[name]
+	edit(&s)
+	r[name] = s
 }
 
 // Default returns the built-in configuration; spawn-team.toml at the root
@@ -190,8 +205,10 @@ func Default() Config {
 		Team: Team{
 			Mode:                   observability.ModePingpong,
 			MaxIterations:          3,
-			PrimaryLLM:             "claude-code",
-			ReviewerLLM:            "gemini-cli",
+			Coder:                  "claude",
+			Reviewers:              []string{"gemini"},
+			Board:                  BoardUnanimous,
+			BlockAt:                string(observability.SeverityHigh),
 			MaxEscalations:         5,
 			ReviewDomains:          []string{"security", "technical_feasibility", "general_polish"},
 			MaxConcurrentReviewers: 3,
@@ -210,15 +227,44 @@ func Default() Config {
 			Escalatable:  []string{"Bash(go build:*)", "Bash(make:*)"},
 			DeniedTools:  []string{"WebFetch", "WebSearch"},
 		},
-		Runners: Runners{
-			Claude: Runner{Command: "claude", MaxRetries: 2},
-			Gemini: Runner{Command: "gemini", Model: "gemini-2.5-pro", ApprovalMode: "default", MaxRetries: 2,
-				AllowedTools: []string{"list_directory", "read_file", "grep_search", "glob"}, ExcludedTools: []string{}},
-		},
+		Runners: defaultRunners(),
 		Sandbox: Sandbox{Isolation: isolation.ModeAuto, Network: isolation.NetworkAuto,
 			MaxProcesses: 4096, MaxMemory: 8 << 30, MaxDisk: 20 << 30, Cache: isolation.CacheRepository},
 		GitHub: GitHub{Remote: "origin", Draft: true, MinWriteInterval: time.Second, TrustedAuthors: []string{}, VerifyFixes: true},
 	}
+}
+
+// The board's rules.
+const (
+	BoardUnanimous = "unanimous"
+	BoardMajority  = "majority"
+)
+
+// defaultRunners are every CLI's defaults.
+func defaultRunners() Runners {
+	r := Runners{}
+	for _, a := range runners.NewRegistry().Adapters() {
+		r[a.Name()] = a.Defaults()
+	}
+	return r
+}
+
+// Clone is a copy of c that shares no list or map with it.
+func (c Config) Clone() Config {
+	out := c
+	out.Runners = Runners{}
+	for k, v := range c.Runners {
+		v.AllowedTools, v.ExcludedTools = slices.Clone(v.AllowedTools), slices.Clone(v.ExcludedTools)
+		out.Runners[k] = v
+	}
+	out.Team.Reviewers = slices.Clone(c.Team.Reviewers)
+	out.Team.ReviewDomains = slices.Clone(c.Team.ReviewDomains)
+	out.Permissions.AllowedTools = slices.Clone(c.Permissions.AllowedTools)
+	out.Permissions.Escalatable = slices.Clone(c.Permissions.Escalatable)
+	out.Permissions.DeniedTools = slices.Clone(c.Permissions.DeniedTools)
+	out.GitHub.TrustedAuthors = slices.Clone(c.GitHub.TrustedAuthors)
+	out.Spawn.QuestionPatterns = slices.Clone(c.Spawn.QuestionPatterns)
+	return out
 }
 
 // Error is a configuration problem: a file that does not parse, an unknown
@@ -251,7 +297,9 @@ type Overrides struct {
 	Mode         observability.Mode // --mode
 	IdleTimeout  time.Duration      // --idle-timeout
 	TotalTimeout time.Duration      // --total-timeout
-	ClaudeModel  string             // --model
+	Model        string             // --model: the coder's model
+	Coder        string             // --coder
+	Reviewers    []string           // --reviewer, repeated
 	PRBase       string             // --pr-base
 }
 
@@ -260,8 +308,9 @@ var flagKeys = map[string]string{
 	"spawn-team.mode":      "--mode",
 	"spawn.idle_timeout":   "--idle-timeout",
 	"spawn.total_timeout":  "--total-timeout",
-	"runners.claude.model": "--model",
 	"github.pr_base":       "--pr-base",
+	"spawn-team.coder":     "--coder",
+	"spawn-team.reviewers": "--reviewer",
 }
 
 func (o Overrides) apply(c *Config, set map[string]string) {
@@ -277,9 +326,28 @@ func (o Overrides) apply(c *Config, set map[string]string) {
 	if o.PRBase != "" {
 		c.GitHub.PRBase, set["github.pr_base"] = o.PRBase, flagKeys["github.pr_base"]
 	}
-	if o.ClaudeModel != "" {
-		c.Runners.Claude.Model, set["runners.claude.model"] = o.ClaudeModel, flagKeys["runners.claude.model"]
+	if o.Coder != "" {
+		c.Team.Coder, set["spawn-team.coder"] = o.Coder, flagKeys["spawn-team.coder"]
 	}
+	if len(o.Reviewers) > 0 {
+		c.Team.Reviewers, set["spawn-team.reviewers"] = slices.Clone(o.Reviewers), flagKeys["spawn-team.reviewers"]
+	}
+	if o.Model != "" {
+		name := canonical(c.Team.Coder)
+		rs := c.Runners.Get(name)
+		rs.Model = o.Model
+		c.Runners.Set(name, rs)
+		set["runners."+name+".model"] = "--model"
+	}
+}
+
+// canonical is the registry's name of the CLI name (an alias, in any case),
+// name itself when the registry does not know it.
+func canonical(name string) string {
+	if a, err := runners.NewRegistry().Lookup(name); err == nil {
+		return a.Name()
+	}
+	return name
 }
 
 // Source says where Load reads the configuration from.
@@ -428,14 +496,42 @@ func sameFile(a, b string) bool {
 // types and bad durations are an *Error naming the file, key and line. A
 // list the file sets replaces the default list; it is not merged into it.
 func decodeFile(path string, data []byte, base Config) (Config, toml.MetaData, error) {
-	cfg := base
+	base = base.Clone()
+	cfg := base.Clone()
 	cfg.Team.ReviewDomains, cfg.Permissions.AllowedTools = nil, nil
 	cfg.Permissions.Escalatable, cfg.Permissions.DeniedTools = nil, nil
-	cfg.Runners.Gemini.AllowedTools, cfg.Runners.Gemini.ExcludedTools = nil, nil
 	cfg.GitHub.TrustedAuthors, cfg.Spawn.QuestionPatterns = nil, nil
-	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&cfg)
+	cfg.Team.Reviewers = nil
+	var file struct {
+		Config
+		Runners map[string]toml.Primitive `toml:"runners"`
+	}
+	file.Config = cfg
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&file)
 	if err != nil {
 		return base, md, decodeError(path, err)
+	}
+	cfg = file.Config
+	cfg.Runners = base.Clone().Runners
+	reg := runners.NewRegistry()
+	for name, prim := range file.Runners {
+		a, err := reg.Lookup(name)
+		if err != nil {
+			return base, md, &Error{File: path, Line: keyLine(data, "runners."+name), Key: "runners." + name, Msg: err.Error()}
+		}
+		rs := cfg.Runners.Get(a.Name())
+		keep := struct{ allowed, excluded []string }{rs.AllowedTools, rs.ExcludedTools}
+		rs.AllowedTools, rs.ExcludedTools = nil, nil
+		if err := md.PrimitiveDecode(prim, &rs); err != nil {
+			return base, md, decodeError(path, err)
+		}
+		if !md.IsDefined("runners", name, "allowed_tools") {
+			rs.AllowedTools = keep.allowed
+		}
+		if !md.IsDefined("runners", name, "excluded_tools") {
+			rs.ExcludedTools = keep.excluded
+		}
+		cfg.Runners.Set(a.Name(), rs)
 	}
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {
 		key := undecoded[0].String()
@@ -450,11 +546,10 @@ func decodeFile(path string, data []byte, base Config) (Config, toml.MetaData, e
 		from []string
 	}{
 		{[]string{"spawn-team", "review_domains"}, &cfg.Team.ReviewDomains, base.Team.ReviewDomains},
+		{[]string{"spawn-team", "reviewers"}, &cfg.Team.Reviewers, base.Team.Reviewers},
 		{[]string{"permissions", "allowed_tools"}, &cfg.Permissions.AllowedTools, base.Permissions.AllowedTools},
 		{[]string{"permissions", "escalatable"}, &cfg.Permissions.Escalatable, base.Permissions.Escalatable},
 		{[]string{"permissions", "denied_tools"}, &cfg.Permissions.DeniedTools, base.Permissions.DeniedTools},
-		{[]string{"runners", "gemini", "allowed_tools"}, &cfg.Runners.Gemini.AllowedTools, base.Runners.Gemini.AllowedTools},
-		{[]string{"runners", "gemini", "excluded_tools"}, &cfg.Runners.Gemini.ExcludedTools, base.Runners.Gemini.ExcludedTools},
 		{[]string{"github", "trusted_authors"}, &cfg.GitHub.TrustedAuthors, base.GitHub.TrustedAuthors},
 		{[]string{"spawn", "question_patterns"}, &cfg.Spawn.QuestionPatterns, base.Spawn.QuestionPatterns},
 	} {
@@ -462,6 +557,15 @@ func decodeFile(path string, data []byte, base Config) (Config, toml.MetaData, e
 			*keep.dst = keep.from
 		}
 	}
+	// The older names: primary_llm and reviewer_llm, unless the file names
+	// the coder and the reviewers the new way.
+	if cfg.Team.PrimaryLLM != "" && !md.IsDefined("spawn-team", "coder") {
+		cfg.Team.Coder = cfg.Team.PrimaryLLM
+	}
+	if cfg.Team.ReviewerLLM != "" && !md.IsDefined("spawn-team", "reviewers") {
+		cfg.Team.Reviewers = []string{cfg.Team.ReviewerLLM}
+	}
+	cfg.Team.PrimaryLLM, cfg.Team.ReviewerLLM = "", ""
 	return cfg, md, nil
 }
 
@@ -515,16 +619,21 @@ func (c Config) Validate() error {
 	bad := func(key, format string, args ...any) error {
 		return &Error{Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
+	if err := c.validateAgents(); err != nil {
+		return err
+	}
 	if _, err := observability.ParseMode(string(c.Team.Mode)); err != nil && c.Team.Mode != observability.ModePR {
 		return bad("spawn-team.mode", "%v", err)
 	}
 	switch {
 	case c.Team.MaxIterations < 1:
 		return bad("spawn-team.max_iterations", "must be at least 1, got %d", c.Team.MaxIterations)
-	case c.Team.PrimaryLLM != string(observability.LLMClaude):
-		return bad("spawn-team.primary_llm", "%q is not supported; use %q", c.Team.PrimaryLLM, observability.LLMClaude)
-	case c.Team.ReviewerLLM != string(observability.LLMGemini):
-		return bad("spawn-team.reviewer_llm", "%q is not supported; use %q", c.Team.ReviewerLLM, observability.LLMGemini)
+	case c.Team.Board != BoardUnanimous && c.Team.Board != BoardMajority:
+		return bad("spawn-team.board", "%q is not a board rule; use %q (every seat approves) or %q", c.Team.Board, BoardUnanimous, BoardMajority)
+	case c.Team.BlockAt != "none" && observability.Severity(c.Team.BlockAt).Rank() == 0:
+		return bad("spawn-team.block_at", "%q is not a severity; use critical, high, medium, low, info or none", c.Team.BlockAt)
+	case c.Spawn.WaitForQuota < 0:
+		return bad("spawn.wait_for_quota", "must not be negative (0 means do not wait)")
 	case c.Team.MaxEscalations < 0:
 		return bad("spawn-team.max_escalations", "must not be negative")
 	case c.Team.MaxConcurrentReviewers < 1:
@@ -546,24 +655,6 @@ func (c Config) Validate() error {
 	case !runners.PermissionModeOK(c.Permissions.Mode):
 		return bad("permissions.mode", "%q is not allowed; use one of %s (spawn never bypasses permissions)",
 			c.Permissions.Mode, strings.Join(runners.PermissionModes(), ", "))
-	case c.Runners.Claude.Command == "":
-		return bad("runners.claude.command", "must name the claude binary")
-	case c.Runners.Gemini.Command == "":
-		return bad("runners.gemini.command", "must name the gemini binary")
-	case len(c.Runners.Claude.AllowedTools) > 0:
-		return bad("runners.claude.allowed_tools", "is not a claude setting; the coder's tools are permissions.allowed_tools")
-	case len(c.Runners.Claude.ExcludedTools) > 0:
-		return bad("runners.claude.excluded_tools", "is not a claude setting; the coder's tools are permissions.denied_tools")
-	case len(c.Runners.Gemini.AllowedTools) == 0:
-		return bad("runners.gemini.allowed_tools", "must name at least one tool, such as \"read_file\"")
-	case slices.ContainsFunc(c.Runners.Gemini.AllowedTools, badToolName):
-		return bad("runners.gemini.allowed_tools", "holds %q, which is not a tool name", c.Runners.Gemini.AllowedTools[slices.IndexFunc(c.Runners.Gemini.AllowedTools, badToolName)])
-	case slices.ContainsFunc(c.Runners.Gemini.ExcludedTools, badToolName):
-		return bad("runners.gemini.excluded_tools", "holds %q, which is not a tool name", c.Runners.Gemini.ExcludedTools[slices.IndexFunc(c.Runners.Gemini.ExcludedTools, badToolName)])
-	case c.Runners.Claude.MaxRetries < 0:
-		return bad("runners.claude.max_retries", "must not be negative")
-	case c.Runners.Gemini.MaxRetries < 0:
-		return bad("runners.gemini.max_retries", "must not be negative")
 	case validErr(isolation.ParseMode(string(c.Sandbox.Isolation))) != nil:
 		return bad("sandbox.isolation", "%v", validErr(isolation.ParseMode(string(c.Sandbox.Isolation))))
 	case validErr(isolation.ParseNetwork(string(c.Sandbox.Network))) != nil:
@@ -578,11 +669,6 @@ func (c Config) Validate() error {
 		return bad("sandbox.max_disk", "must not be negative (0 means no limit)")
 	case c.Sandbox.Network == isolation.NetworkModelOnly && c.Sandbox.Isolation == isolation.ModeNone:
 		return bad("sandbox.network", "model-only needs the bubblewrap sandbox; set sandbox.isolation to auto or bwrap")
-	case c.Runners.Gemini.Model == "":
-		return bad("runners.gemini.model", "must name a model (without one the CLI calls a router model first)")
-	case !runners.ApprovalModeOK(c.Runners.Gemini.ApprovalMode):
-		return bad("runners.gemini.approval_mode", "%q is not allowed; use one of %s",
-			c.Runners.Gemini.ApprovalMode, strings.Join(runners.ApprovalModes(), ", "))
 	case strings.TrimSpace(c.GitHub.Remote) == "":
 		return bad("github.remote", "must name a git remote, such as \"origin\"")
 	case c.GitHub.MinWriteInterval < 0:
@@ -620,6 +706,48 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// validateAgents checks the coder, the reviewers and every CLI's settings
+// against the registry: a name it knows, settings its adapter accepts.
+func (c Config) validateAgents() error {
+	reg := runners.NewRegistry()
+	if _, err := reg.Lookup(c.Team.Coder); err != nil {
+		return &Error{Key: "spawn-team.coder", Msg: err.Error()}
+	}
+	if len(c.Team.Reviewers) == 0 && c.Team.Mode.Reviewed() {
+		return &Error{Key: "spawn-team.reviewers", Msg: fmt.Sprintf("must name at least one reviewer, such as %q", reg.Names()[0])}
+	}
+	for _, r := range c.Team.Reviewers {
+		if _, err := reg.Lookup(r); err != nil {
+			return &Error{Key: "spawn-team.reviewers", Msg: err.Error()}
+		}
+	}
+	for _, a := range reg.Adapters() {
+		rs, ok := c.Runners[a.Name()]
+		if !ok {
+			return &Error{Key: "runners." + a.Name(), Msg: "is missing"}
+		}
+		switch {
+		case strings.TrimSpace(rs.Command) == "":
+			return &Error{Key: "runners." + a.Name() + ".command", Msg: fmt.Sprintf("must name the %s binary", a.Name())}
+		case rs.MaxRetries < 0:
+			return &Error{Key: "runners." + a.Name() + ".max_retries", Msg: "must not be negative"}
+		}
+		if err := a.Check(rs); err != nil {
+			var se *runners.SettingsError
+			if errors.As(err, &se) {
+				return &Error{Key: "runners." + a.Name() + "." + se.Key, Msg: se.Msg}
+			}
+			return &Error{Key: "runners." + a.Name(), Msg: err.Error()}
+		}
+	}
+	for name := range c.Runners {
+		if a, err := reg.Lookup(name); err != nil || a.Name() != name {
+			return &Error{Key: "runners." + name, Msg: fmt.Sprintf("is not an agent CLI spawn knows; use one of %s", strings.Join(reg.Names(), ", "))}
+		}
+	}
+	return nil
+}
+
 // envVars maps SPAWN_* environment variables onto configuration keys.
 var envVars = []struct {
 	name, key string
@@ -640,10 +768,16 @@ var envVars = []struct {
 		c.Spawn.MaxCostUSD = f
 		return nil
 	}},
-	{"SPAWN_CLAUDE_COMMAND", "runners.claude.command", func(c *Config, v string) error { c.Runners.Claude.Command = v; return nil }},
-	{"SPAWN_CLAUDE_MODEL", "runners.claude.model", func(c *Config, v string) error { c.Runners.Claude.Model = v; return nil }},
-	{"SPAWN_GEMINI_COMMAND", "runners.gemini.command", func(c *Config, v string) error { c.Runners.Gemini.Command = v; return nil }},
-	{"SPAWN_GEMINI_MODEL", "runners.gemini.model", func(c *Config, v string) error { c.Runners.Gemini.Model = v; return nil }},
+	{"SPAWN_CODER", "spawn-team.coder", func(c *Config, v string) error { c.Team.Coder = v; return nil }},
+	{"SPAWN_REVIEWERS", "spawn-team.reviewers", func(c *Config, v string) error {
+		c.Team.Reviewers = nil
+		for _, r := range strings.Split(v, ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				c.Team.Reviewers = append(c.Team.Reviewers, r)
+			}
+		}
+		return nil
+	}},
 	{"SPAWN_ISOLATION", "sandbox.isolation", func(c *Config, v string) error { c.Sandbox.Isolation = isolation.Mode(v); return nil }},
 	{"SPAWN_NETWORK", "sandbox.network", func(c *Config, v string) error { c.Sandbox.Network = isolation.Network(v); return nil }},
 	{"SPAWN_CACHE", "sandbox.cache", func(c *Config, v string) error { c.Sandbox.Cache = isolation.Cache(v); return nil }},
@@ -671,10 +805,43 @@ func durSetter(field func(*Config) *time.Duration) func(*Config, string) error {
 	}
 }
 
+// runnerVars are each CLI's SPAWN_<NAME>_COMMAND and SPAWN_<NAME>_MODEL.
+func runnerVars() []struct {
+	name, key string
+	set       func(*Config, string) error
+} {
+	var out []struct {
+		name, key string
+		set       func(*Config, string) error
+	}
+	for _, a := range runners.NewRegistry().Adapters() {
+		n := a.Name()
+		up := "SPAWN_" + strings.ToUpper(n)
+		out = append(out, struct {
+			name, key string
+			set       func(*Config, string) error
+		}{up + "_COMMAND", "runners." + n + ".command", func(c *Config, v string) error {
+			rs := c.Runners.Get(n)
+			rs.Command = v
+			c.Runners.Set(n, rs)
+			return nil
+		}}, struct {
+			name, key string
+			set       func(*Config, string) error
+		}{up + "_MODEL", "runners." + n + ".model", func(c *Config, v string) error {
+			rs := c.Runners.Get(n)
+			rs.Model = v
+			c.Runners.Set(n, rs)
+			return nil
+		}})
+	}
+	return out
+}
+
 // applyEnv overrides cfg with the SPAWN_* variables set in env, and notes
 // in set which variable set which key.
 func applyEnv(cfg *Config, env []string, set map[string]string) error {
-	for _, v := range envVars {
+	for _, v := range append(envVars, runnerVars()...) {
 		val, ok := proc.LookupEnv(env, v.name)
 		if !ok {
 			continue

@@ -54,7 +54,7 @@ func TestConfigErrorsNameFileKeyAndLine(t *testing.T) {
 		{
 			name: "an unknown table lists the tables",
 			body: "[reviewer]\nmodel = \"x\"\n",
-			line: 1, key: "reviewer", msg: "the tables are: [github], [permissions], [runners.claude], [runners.gemini], [sandbox], [spawn-team], [spawn]",
+			line: 1, key: "reviewer", msg: "the tables are: [github], [permissions], [runners.claude], [runners.codex], [runners.gemini], [sandbox], [spawn-team], [spawn]",
 		},
 		{
 			name: "a bare integer for a duration says to give it a unit",
@@ -121,7 +121,7 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 7*time.Second, cfg.Spawn.IdleTimeout)
 	assert.Equal(t, 4, cfg.Spawn.MaxTurns)
-	assert.Equal(t, "opus", cfg.Runners.Claude.Model)
+	assert.Equal(t, "opus", cfg.Runners["claude"].Model)
 
 	_, err = Load(context.Background(), Source{RepoDir: t.TempDir(), Env: []string{"SPAWN_TOTAL_TIMEOUT=forever"}})
 	var ce *Error
@@ -247,12 +247,12 @@ verify_fixes = false
 	}{
 		{"sandbox.isolation", cfg.Sandbox.Isolation, "bwrap"},
 		{"sandbox.network", cfg.Sandbox.Network, def.Sandbox.Network},
-		{"runners.claude.command", cfg.Runners.Claude.Command, "claude"},
+		{"runners.claude.command", cfg.Runners["claude"].Command, "claude"},
 		{"permissions.mode", cfg.Permissions.Mode, "acceptEdits"},
 		{"permissions.allowed_tools", cfg.Permissions.AllowedTools, []string{"Read"}},
 		{"permissions.denied_tools", cfg.Permissions.DeniedTools, def.Permissions.DeniedTools},
-		{"runners.gemini.approval_mode", cfg.Runners.Gemini.ApprovalMode, "default"},
-		{"runners.gemini.allowed_tools", cfg.Runners.Gemini.AllowedTools, def.Runners.Gemini.AllowedTools},
+		{"runners.gemini.approval_mode", cfg.Runners["gemini"].ApprovalMode, "default"},
+		{"runners.gemini.allowed_tools", cfg.Runners["gemini"].AllowedTools, def.Runners["gemini"].AllowedTools},
 		{"spawn.max_cost_usd", cfg.Spawn.MaxCostUSD, 5.0},
 		{"spawn.max_turns", cfg.Spawn.MaxTurns, 40},
 		{"spawn.idle_timeout", cfg.Spawn.IdleTimeout, def.Spawn.IdleTimeout},

@@ -8,11 +8,14 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
 	"github.com/infinite-improbability-drive/spawn/internal/suggest"
+	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 // keys is every dotted key a configuration file may set ("spawn.idle_timeout"),
-// read from Config's toml tags, with whether its value is a duration.
+// read from Config's toml tags (each CLI's [runners.<name>] table from
+// runners.Settings'), with whether its value is a duration.
 func keys() map[string]bool {
 	out := map[string]bool{}
 	var walk func(t reflect.Type, prefix string)
@@ -35,6 +38,24 @@ func keys() map[string]bool {
 		}
 	}
 	walk(reflect.TypeOf(Config{}), "")
+	for _, a := range runners.NewRegistry().Adapters() {
+		walk(reflect.TypeOf(runners.Settings{}), "runners."+a.Name())
+	}
+	return out
+}
+
+// legacyKeys are the keys kept working under their older names, which the
+// template does not show: key -> the key that replaced it.
+func legacyKeys() map[string]string {
+	out := map[string]string{}
+	t := reflect.TypeOf(Team{})
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if by := f.Tag.Get("legacy"); by != "" {
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			out["spawn-team."+name] = "spawn-team." + by
+		}
+	}
 	return out
 }
 

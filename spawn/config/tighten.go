@@ -8,6 +8,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 )
 
@@ -39,19 +40,32 @@ func tighten(before, after Config, md toml.MetaData, path string) (Config, []str
 	after.Sandbox.Cache = isolation.Cache(cache)
 	// claude's permission modes from the loosest to the strictest.
 	rank("permissions.mode", &after.Permissions.Mode, &before.Permissions.Mode, []string{"auto", "acceptEdits", "default", "dontAsk", "plan"}, "let the coder do more without asking")
-	rank("runners.gemini.approval_mode", &after.Runners.Gemini.ApprovalMode, &before.Runners.Gemini.ApprovalMode, []string{"auto_edit", "default", "plan"}, "let the reviewer write")
+	rank("spawn-team.board", &after.Team.Board, &before.Team.Board, []string{BoardMajority, BoardUnanimous}, "approve with fewer reviewers agreeing")
+	blockOrder := []string{"none"}
+	for i := len(observability.Severities()) - 1; i >= 0; i-- {
+		blockOrder = append(blockOrder, string(observability.Severities()[i]))
+	}
+	rank("spawn-team.block_at", &after.Team.BlockAt, &before.Team.BlockAt, blockOrder, "let findings that block now pass")
+	if defined("spawn-team.same_family") && after.Team.SameFamily && !before.Team.SameFamily {
+		note("spawn-team.same_family", true, false, "let a model review its own family's work")
+		after.Team.SameFamily = false
+	}
 
-	for _, r := range []struct {
-		key           string
-		asked, before *string
-	}{
-		{"runners.claude.command", &after.Runners.Claude.Command, &before.Runners.Claude.Command},
-		{"runners.gemini.command", &after.Runners.Gemini.Command, &before.Runners.Gemini.Command},
-	} {
-		if defined(r.key) && *r.asked != *r.before {
-			note(r.key, *r.asked, *r.before, "run a program the repository chose as an agent")
-			*r.asked = *r.before
+	// The runners: a repository names no binary, and only narrows a
+	// reviewer's tools and approval.
+	after.Runners = after.Clone().Runners
+	for name, asked := range after.Runners {
+		kept, ok := before.Runners[name]
+		if !ok {
+			continue
 		}
+		key := "runners." + name
+		if defined(key+".command") && asked.Command != kept.Command {
+			note(key+".command", asked.Command, kept.Command, "run a program the repository chose as an agent")
+			asked.Command = kept.Command
+		}
+		rank(key+".approval_mode", &asked.ApprovalMode, &kept.ApprovalMode, []string{"yolo", "auto_edit", "default", "plan"}, "let the reviewer write")
+		after.Runners[name] = asked
 	}
 
 	// subset keeps of a list the entries before had; a list that must not
@@ -78,7 +92,6 @@ func tighten(before, after Config, md toml.MetaData, path string) (Config, []str
 	}
 	subset("permissions.allowed_tools", &after.Permissions.AllowedTools, before.Permissions.AllowedTools, false, "widen the coder's tools")
 	subset("permissions.escalatable", &after.Permissions.Escalatable, before.Permissions.Escalatable, false, "widen what may be granted to the coder")
-	subset("runners.gemini.allowed_tools", &after.Runners.Gemini.AllowedTools, before.Runners.Gemini.AllowedTools, true, "widen the reviewer's tools")
 	subset("github.trusted_authors", &after.GitHub.TrustedAuthors, before.GitHub.TrustedAuthors, false, "trust more authors' review threads")
 	superset := func(key string, asked *[]string, kept []string, how string) {
 		if !defined(key) {
@@ -96,7 +109,12 @@ func tighten(before, after Config, md toml.MetaData, path string) (Config, []str
 		}
 	}
 	superset("permissions.denied_tools", &after.Permissions.DeniedTools, before.Permissions.DeniedTools, "give the coder tools your configuration denies")
-	superset("runners.gemini.excluded_tools", &after.Runners.Gemini.ExcludedTools, before.Runners.Gemini.ExcludedTools, "give the reviewer tools your configuration excludes")
+	for name, asked := range after.Runners {
+		kept := before.Runners[name]
+		subset("runners."+name+".allowed_tools", &asked.AllowedTools, kept.AllowedTools, len(kept.AllowedTools) > 0, "widen the reviewer's tools")
+		superset("runners."+name+".excluded_tools", &asked.ExcludedTools, kept.ExcludedTools, "give the reviewer tools your configuration excludes")
+		after.Runners[name] = asked
+	}
 
 	// Budgets where 0 means none: a limit may be set or lowered.
 	for _, b := range []struct {

@@ -12,7 +12,7 @@ import (
 func TestToolTimeoutAndTheReviewersToolsAreConfigured(t *testing.T) {
 	def := Default()
 	assert.Equal(t, 20*time.Minute, def.Spawn.ToolTimeout)
-	assert.Equal(t, []string{"list_directory", "read_file", "grep_search", "glob"}, def.Runners.Gemini.AllowedTools,
+	assert.Equal(t, []string{"list_directory", "read_file", "grep_search", "glob"}, def.Runners["gemini"].AllowedTools,
 		"the reviewer gets read-only file tools by default")
 
 	path := writeConfig(t, "[spawn]\ntool_timeout = \"45m\"\n[runners.gemini]\nallowed_tools = [\"read_file\"]\nexcluded_tools = [\"glob\"]\n")
@@ -20,8 +20,8 @@ func TestToolTimeoutAndTheReviewersToolsAreConfigured(t *testing.T) {
 	cfg := loaded.Config
 	require.NoError(t, err)
 	assert.Equal(t, 50*time.Minute, cfg.Spawn.ToolTimeout, "the environment over the file")
-	assert.Equal(t, []string{"read_file"}, cfg.Runners.Gemini.AllowedTools)
-	assert.Equal(t, []string{"glob"}, cfg.Runners.Gemini.ExcludedTools)
+	assert.Equal(t, []string{"read_file"}, cfg.Runners["gemini"].AllowedTools)
+	assert.Equal(t, []string{"glob"}, cfg.Runners["gemini"].ExcludedTools)
 }
 
 func TestBadToolSettingsNameTheirKey(t *testing.T) {
@@ -32,7 +32,10 @@ func TestBadToolSettingsNameTheirKey(t *testing.T) {
 		{"a reviewer offered no tool", "[runners.gemini]\nallowed_tools = []\n", "runners.gemini.allowed_tools", "at least one tool"},
 		{"two tools in one string", "[runners.gemini]\nallowed_tools = [\"read_file,glob\"]\n", "runners.gemini.allowed_tools", `"read_file,glob"`},
 		{"an empty exclusion", "[runners.gemini]\nexcluded_tools = [\" \"]\n", "runners.gemini.excluded_tools", "not a tool name"},
-		{"tools for claude here", "[runners.claude]\nallowed_tools = [\"Read\"]\n", "runners.claude.allowed_tools", "permissions.allowed_tools"},
+		{"a claude reviewer offered no tool", "[runners.claude]\nallowed_tools = []\n", "runners.claude.allowed_tools", "at least one tool"},
+		{"tools for codex", "[runners.codex]\nallowed_tools = [\"read_file\"]\n", "runners.codex.allowed_tools", "not a codex setting"},
+		{"an unknown agent", "[runners.copilot]\nmodel = \"x\"\n", "runners.copilot", "use one of claude, codex, gemini"},
+		{"an unknown coder", "[spawn-team]\ncoder = \"copilot\"\n", "spawn-team.coder", "use one of claude, codex, gemini"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
