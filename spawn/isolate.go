@@ -81,7 +81,7 @@ func confine(ctx context.Context, opts Options, report isolation.Report, sb *san
 			err = errors.Join(err, c.close())
 		}
 	}()
-	if report.Mode != isolation.ModeBwrap {
+	if !report.Mode.Confines() {
 		common, err := sb.Repo.CommonDir(ctx)
 		if err != nil {
 			return c, fmt.Errorf("find the repository's git directory: %w", err)
@@ -144,7 +144,10 @@ func (c *confinement) startRelay(spent func(relay.Usage), allow func() error) er
 		return errorf(KindInternal, err, "cannot start the model relay: %v", err)
 	}
 	c.relay = r
-	if c.network == isolation.NetworkModelOnly {
+	// Under Seatbelt there is no network namespace to bridge into: the
+	// agents reach the relay's port on the loopback, the one address their
+	// profile allows (isolation.Spec.RelayPort).
+	if c.network == isolation.NetworkModelOnly && c.report.Mode == isolation.ModeBwrap {
 		if err := c.serveBridge(); err != nil {
 			return err
 		}
@@ -337,7 +340,7 @@ func (c *confinement) coder(claude *runners.Claude, binds coderBinds) (*confined
 		"HOME="+home, "TMPDIR="+filepath.Join(dir, "tmp"), "CLAUDE_CONFIG_DIR="+cfgDir,
 		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
 		"ANTHROPIC_BASE_URL="+c.relay.URL(routeAnthropic), "ANTHROPIC_API_KEY="+key)...)
-	if c.report.Mode != isolation.ModeBwrap {
+	if !c.report.Mode.Confines() {
 		return agent, env, nil
 	}
 	spec := c.spec(env, claude.Bin, []string{c.sb.Path, dir, binds.delivered, c.cache}, c.sb.Objects)
@@ -399,7 +402,7 @@ func (c *confinement) reviewer(gemini *runners.Gemini, seat string) (*confined, 
 	env := isolation.AgentEnv(c.userEnv, "HOME="+home, "TMPDIR="+filepath.Join(dir, "tmp"),
 		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
 		"GOOGLE_GEMINI_BASE_URL="+c.relay.URL(routeGemini), "GEMINI_API_KEY="+key)
-	if c.report.Mode != isolation.ModeBwrap {
+	if !c.report.Mode.Confines() {
 		return agent, env, nil
 	}
 	spec := c.spec(env, gemini.Bin, []string{dir}, append([]string{c.sb.Path}, c.sb.Objects...))
@@ -407,7 +410,7 @@ func (c *confinement) reviewer(gemini *runners.Gemini, seat string) (*confined, 
 	return agent, env, nil
 }
 
-// spec is the bubblewrap sandbox of one agent whose CLI is bin: the
+// spec is the sandbox (bubblewrap or Seatbelt) of one agent whose CLI is bin: the
 // system's toolchains, bin's install and this binary read-only, readOnly
 // read-only, writable writable, the secrets among the toolchains masked,
 // and the model-only network when the run has it.
@@ -420,8 +423,12 @@ func (c *confinement) spec(env []string, bin string, writable, readOnly []string
 			rw = append(rw, w)
 		}
 	}
-	return isolation.Spec{Bwrap: c.report.Bwrap, ReadOnly: ro, Writable: rw, Files: isolation.Masks(c.userEnv),
+	s := isolation.Spec{Bwrap: c.report.Bwrap, SandboxExec: c.report.SandboxExec, ReadOnly: ro, Writable: rw, Files: isolation.Masks(c.userEnv),
 		NoNetwork: c.network == isolation.NetworkModelOnly}
+	if s.NoNetwork {
+		s.RelayPort = c.relay.Port()
+	}
+	return s
 }
 
 // installDir is what a sandbox must show of an agent CLI at bin (a path,
@@ -458,10 +465,10 @@ func (c *confinement) helperJail() sandbox.Jail {
 // isolation the run has and spawn's environment.
 func gitJail(report isolation.Report, userEnv []string, sb *sandbox.Sandbox) sandbox.Jail {
 	env := isolation.AgentEnv(userEnv, "HOME=/nonexistent", "TMPDIR=/tmp")
-	if report.Mode != isolation.ModeBwrap {
+	if !report.Mode.Confines() {
 		return envJail{env}
 	}
-	spec := isolation.Spec{Bwrap: report.Bwrap, ReadOnly: append([]string{sb.Exe}, sb.Objects...), Writable: []string{sb.Path}, NoNetwork: true}
+	spec := isolation.Spec{Bwrap: report.Bwrap, SandboxExec: report.SandboxExec, ReadOnly: append([]string{sb.Exe}, sb.Objects...), Writable: []string{sb.Path}, NoNetwork: true}
 	return specJail{spec: spec, env: env}
 }
 
