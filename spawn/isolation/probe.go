@@ -89,7 +89,7 @@ func probeSeatbelt(ctx context.Context, env []string, bin string) Report {
 	if err != nil {
 		return none("the Seatbelt probe could not prepare its files: %v", err)
 	}
-	checks, err := l.run(ctx, bin)
+	checks, err := l.run(ctx, env, bin)
 	if rerr := os.RemoveAll(l.root); rerr != nil {
 		err = errors.Join(err, fmt.Errorf("remove %s: %w", l.root, rerr))
 	}
@@ -159,8 +159,8 @@ func newProbeLayout(env []string) (l *probeLayout, err error) {
 
 // probeTask is one operation the subject tries.
 type probeTask struct {
-	Op   string `json:"op"`             // write, read, link-write, connect, environ
-	Path string `json:"path,omitempty"` // the file (write, read; link-write: the file to link)
+	Op   string `json:"op"`             // write, read, link-write, connect, environ, exec
+	Path string `json:"path,omitempty"` // the file (write, read, exec; link-write: the file to link)
 	To   string `json:"to,omitempty"`   // link-write: where the link goes
 	Addr string `json:"addr,omitempty"` // connect
 	Pid  int    `json:"pid,omitempty"`  // environ
@@ -184,8 +184,9 @@ type probeCase struct {
 	effect func() bool
 }
 
-// run runs the subject under the profile and judges every check.
-func (l *probeLayout) run(ctx context.Context, bin string) (checks []ProbeCheck, err error) {
+// run runs the subject under the profile an agent would get with env's
+// toolchains, and judges every check.
+func (l *probeLayout) run(ctx context.Context, env []string, bin string) (checks []ProbeCheck, err error) {
 	relay, err := listenGreeting(l.secret)
 	if err != nil {
 		return nil, err
@@ -234,6 +235,11 @@ func (l *probeLayout) run(ctx context.Context, bin string) (checks []ProbeCheck,
 			effect: func() bool { return other.reached.Load() > 0 }},
 		{what: "read another process's environment (where your keys are)", task: probeTask{Op: "environ", Pid: target, Want: l.secret}},
 	}
+	// spawn's git helper runs git in the sandbox: on a Mac, /usr/bin/git
+	// is a shim that finds the developer tools (xcode-select) first.
+	if git, err := proc.LookPath("git", env); err == nil {
+		cases = append(cases, probeCase{what: "run git", allowed: true, task: probeTask{Op: "exec", Path: git, Want: "git version"}})
+	}
 	// On a Mac, HOME is reachable by another path too: the data volume's.
 	if dataPath := filepath.Join("/System/Volumes/Data", canary); exists(dataPath) {
 		cases = append(cases, probeCase{what: "read a secret in your HOME by the data volume's path", task: probeTask{Op: "read", Path: dataPath, Want: l.secret}})
@@ -247,7 +253,7 @@ func (l *probeLayout) run(ctx context.Context, bin string) (checks []ProbeCheck,
 	if err != nil {
 		return nil, err
 	}
-	spec := Spec{SandboxExec: bin, ReadOnly: []string{exe, l.tools, l.objects}, Writable: []string{l.worktree},
+	spec := Spec{SandboxExec: bin, ReadOnly: append([]string{exe, l.tools, l.objects}, Toolchains(env)...), Writable: []string{l.worktree},
 		Files: []Bind{{Src: "/dev/null", Dst: filepath.Join(l.tools, "credentials.toml")}}, NoNetwork: true, RelayPort: relay.port()}
 	cmd := spec.Confine(proc.Cmd{Path: exe, Args: []string{probeFlag, string(arg)}, Dir: l.worktree,
 		Env: []string{"HOME=" + l.home, "TMPDIR=" + l.worktree, "PATH=/usr/bin:/bin"}})
@@ -289,13 +295,15 @@ func (l *probeLayout) secretHolder() (int, func() error, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	p, err := proc.Start(proc.Cmd{Path: "/bin/cat", Env: []string{"SPAWN_PROBE_SECRET=" + l.secret}, Stdin: r})
+	// cat ends at the end of its input, which comes when the probe closes
+	// w or dies: it cannot outlive the probe, and needs no reaper.
+	p, err := proc.StartDetached(proc.Cmd{Path: "/bin/cat", Env: []string{"SPAWN_PROBE_SECRET=" + l.secret}, Stdin: r}, "")
 	err = errors.Join(err, r.Close())
 	if err != nil {
 		return 0, nil, errors.Join(fmt.Errorf("start a process for the probe: %w", err), w.Close())
 	}
-	return p.AgentPid(), func() error {
-		// cat ends at the end of its input; the timer is for one that does not.
+	return p.Pid(), func() error {
+		// The timer is for a cat that does not end.
 		t := time.AfterFunc(5*time.Second, p.Kill)
 		defer t.Stop()
 		err := w.Close()
@@ -408,6 +416,17 @@ func (t probeTask) try() probeResult {
 			return fail(err)
 		}
 		return probeResult{Done: strings.TrimSpace(line) == t.Want}
+	case "exec":
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		out, err := proc.Run(ctx, proc.Cmd{Path: t.Path, Args: []string{"--version"}, Env: os.Environ()})
+		if err != nil {
+			return fail(err)
+		}
+		if !strings.HasPrefix(string(out), t.Want) {
+			return probeResult{Detail: fmt.Sprintf("it printed %q", firstLine(string(out)))}
+		}
+		return probeResult{Done: true}
 	case "environ":
 		b, err := processEnviron(t.Pid)
 		if err != nil {

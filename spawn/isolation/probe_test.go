@@ -69,6 +69,8 @@ const liar = `while [ $# -gt 0 ]; do
 done
 exec "$@"`
 
+// probeEnv is the probe's environment: git in PATH, as on every machine
+// spawn runs on, and a TMPDIR of the test's.
 func probeEnv(t *testing.T) []string {
 	return []string{"PATH=/usr/bin:/bin", "TMPDIR=" + t.TempDir()}
 }
@@ -85,7 +87,7 @@ func TestASandboxThatDoesNotHoldFailsTheProbeClosed(t *testing.T) {
 	assert.Equal(t, ModeNone, r.Mode)
 	assert.Empty(t, r.SandboxExec)
 	assert.Equal(t, "the Seatbelt sandbox did not hold: it let a confined process write outside its worktree", r.Reason)
-	require.Len(t, r.Checks, 10)
+	require.Len(t, r.Checks, 11)
 	for _, c := range r.Checks {
 		assert.Equal(t, c.Allowed, c.Held, "%s: %s", c.What, c.Detail)
 	}
@@ -118,7 +120,7 @@ func TestASandboxThatHoldsPassesTheProbe(t *testing.T) {
 	require.Equal(t, ModeSeatbelt, r.Mode, "%s\n%+v", r.Reason, r.Checks)
 	assert.Equal(t, bin, r.SandboxExec)
 	assert.Empty(t, r.Reason)
-	require.Len(t, r.Checks, 10)
+	require.Len(t, r.Checks, 11)
 	var denied []string
 	for _, c := range r.Checks {
 		assert.True(t, c.Held, "%s: %s", c.What, c.Detail)

@@ -15,14 +15,16 @@ const SandboxExec = "/usr/bin/sandbox-exec"
 
 // SeatbeltRoots are the macOS system directories every Seatbelt sandbox
 // shows read-only: the programs, libraries and frameworks, the developer
-// tools, and the system configuration (/private/etc, with the secrets of
-// SeatbeltEtcSecrets masked). Paths are the real ones: Seatbelt checks the
+// tools, the system configuration (/private/etc, with the secrets of
+// SeatbeltEtcSecrets masked), and the settings an administrator sets for
+// the agent CLIs (Claude Code's and Gemini CLI's managed settings). Paths are the real ones: Seatbelt checks the
 // path a file is reached by once links are resolved (/etc is
 // /private/etc). Not /System whole: /System/Volumes/Data leads to every
 // user's files by another path.
 var SeatbeltRoots = []string{
 	"/usr", "/bin", "/sbin", "/System/Library", "/opt", "/nix",
 	"/Library/Apple", "/Library/Developer", "/Library/Frameworks",
+	"/Library/Application Support/ClaudeCode", "/Library/Application Support/GeminiCli",
 	"/private/etc", "/private/var/db/timezone",
 }
 
@@ -228,6 +230,7 @@ func (s Spec) Seatbelt() Profile {
 	line("  (literal \"/private/var\")")
 	line("  (literal \"/private/var/db\")")
 	line("  (literal \"/Library\")")
+	line("  (literal \"/Library/Application Support\")")
 	line("  (literal \"/System\")")
 	for _, l := range seatbeltLinks {
 		line("  (literal %q)", l)
@@ -352,7 +355,7 @@ func under(p string, roots []string) bool {
 // ancestorsOf lists the directories above paths, "/" and the top
 // directories the profile names itself left out, sorted, each once.
 func ancestorsOf(paths []string) []string {
-	fixed := map[string]bool{"/": true, "/private": true, "/private/var": true, "/private/var/db": true, "/Library": true, "/System": true}
+	fixed := map[string]bool{"/": true, "/private": true, "/private/var": true, "/private/var/db": true, "/Library": true, "/Library/Application Support": true, "/System": true}
 	seen := map[string]bool{}
 	var out []string
 	for _, p := range paths {
