@@ -196,6 +196,7 @@ wait:
 	for {
 		procs, err := listProcs()
 		if err != nil {
+			// Nothing is known to be gone: look again, until the deadline.
 			fmt.Fprintf(os.Stderr, "spawn reaper: %v\n", err)
 		}
 		line.observe(procs)
@@ -209,7 +210,7 @@ wait:
 			}
 			return m
 		})
-		if len(left) == 0 && agentDone {
+		if err == nil && len(left) == 0 && agentDone {
 			return code
 		}
 		killPids(left)
