@@ -10,11 +10,11 @@ import (
 // szomb is a zombie's p_stat (SZOMB, sys/proc.h).
 const szomb = 5
 
-// waitExited blocks until pid has exited, and leaves it unreaped: it waits
-// for the kernel's NOTE_EXIT event on pid (kqueue), which comes before the
-// process can be reaped. A process that has exited already cannot be
-// watched (ESRCH); a zombie is seen by the once-a-second look at its
-// state, in case its exit raced the watch.
+// waitExited blocks until pid, a child of this process, has exited, and
+// leaves it unreaped: it waits for the kernel's NOTE_EXIT event on pid
+// (kqueue), which comes before the process can be reaped. A process that
+// has exited already cannot be watched (ESRCH); a zombie is also seen by
+// the once-a-second look at its state, in case its exit raced the watch.
 func waitExited(pid int) error {
 	kq, err := unix.Kqueue()
 	if err != nil {
@@ -38,8 +38,9 @@ func waitExited(pid int) error {
 		case n > 0:
 			return nil
 		default:
-			kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid)
-			if err != nil || kp.Proc.P_pid != int32(pid) || kp.Proc.P_stat == szomb {
+			// pid is this process's child, not reaped yet: it is in the
+			// table, running or a zombie.
+			if kp, err := unix.SysctlKinfoProc("kern.proc.pid", pid); err == nil && kp.Proc.P_stat == szomb {
 				return nil
 			}
 		}
