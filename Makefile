@@ -2,7 +2,7 @@
 GO     ?= go
 AGENTS := $(CURDIR)/agents/node_modules/.bin
 
-.PHONY: all build agents demo test vet bench clean
+.PHONY: all build agents demo test vet cross bench clean
 
 all: build
 
@@ -23,11 +23,21 @@ demo: build agents
 vet:
 	$(GO) vet ./...
 
-# Everything CI runs: vet, a short pass of every fuzz target, a quick pass
-# of the benchmarks (so they cannot rot), then every test, last. The
-# end-to-end tests drive the real claude and gemini binaries from agents/;
-# under CI=true they fail rather than skip without them.
-test: agents vet
+# spawn builds and vets for macOS too (Apple silicon and Intel), so that
+# `go install .../cmd/spawn@latest` works on a Mac: what is Linux's stays
+# behind build tags, with Darwin's beside it. Cached after the first run.
+cross:
+	GOOS=darwin GOARCH=arm64 $(GO) build ./...
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
+	GOOS=darwin GOARCH=amd64 $(GO) build ./...
+	GOOS=darwin GOARCH=amd64 $(GO) vet ./...
+
+# Everything CI runs: vet, the macOS builds, a short pass of every fuzz
+# target, a quick pass of the benchmarks (so they cannot rot), then every
+# test, last. The end-to-end tests drive the real claude and gemini
+# binaries from agents/; under CI=true they fail rather than skip without
+# them.
+test: agents vet cross
 	GO=$(GO) ./scripts/fuzz-short.sh
 	SMOKE=1 GO=$(GO) ./scripts/bench-table.sh
 	$(GO) test -race -count=1 -timeout 15m ./...

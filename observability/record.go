@@ -230,7 +230,7 @@ const (
 
 // Isolation is how a run's agents were confined.
 type Isolation struct {
-	// Mode is "bwrap" (bubblewrap) or "none".
+	// Mode is "bwrap" (bubblewrap, Linux), "seatbelt" (macOS) or "none".
 	Mode string `json:"mode"`
 	// Network is "open" or "model-only".
 	Network string `json:"network"`

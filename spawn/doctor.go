@@ -102,12 +102,37 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 	switch {
 	case rep.Mode == isolation.ModeBwrap:
 		add("isolation", true, "a run gets bubblewrap (%s)", rep.Bwrap)
+	case rep.Mode == isolation.ModeSeatbelt:
+		add("isolation", true, "a run gets Seatbelt (%s): the probe ran spawn under its profile, and %s", rep.SandboxExec, probeSummary(rep.Checks))
 	case cfg.Sandbox.Isolation == isolation.ModeNone:
 		add("isolation", true, "off by configuration ([sandbox] isolation = \"none\"): %s", rep.Reason)
+	case len(rep.Checks) > 0:
+		add("isolation", false, "a run would stop before it starts an agent: %s (the probe: %s); %s", rep.Reason, probeSummary(rep.Checks), isolation.InstallHint)
 	default:
-		add("isolation", false, "a run would get no sandbox: %s; install bubblewrap (apt-get install bubblewrap)", rep.Reason)
+		add("isolation", false, "a run would get no sandbox: %s; %s", rep.Reason, isolation.InstallHint)
 	}
 	return checks
+}
+
+// probeSummary says what the Seatbelt probe's checks found, each as
+// "<what>: refused", "<what>: done" or, for a check the sandbox failed,
+// "<what>: done, and must be refused" (or the reverse).
+func probeSummary(checks []isolation.ProbeCheck) string {
+	parts := make([]string, len(checks))
+	for i, c := range checks {
+		did := c.Allowed == c.Held // the operation happened
+		switch {
+		case did && c.Held:
+			parts[i] = c.What + ": done"
+		case c.Held:
+			parts[i] = c.What + ": refused"
+		case did:
+			parts[i] = c.What + ": done, and must be refused"
+		default:
+			parts[i] = fmt.Sprintf("%s: refused (%s), and must be done", c.What, c.Detail)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // toolVersion runs `bin --version` and returns its first line.

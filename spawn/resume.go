@@ -154,7 +154,7 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 		r.emit(Event{Kind: EventWarning, Text: n})
 	}
 	r.emit(Event{Kind: EventPhase, Phase: PhaseSandbox, Text: sb.Path})
-	if conf.report.Mode != isolation.ModeBwrap {
+	if !conf.report.Mode.Confines() {
 		r.emit(Event{Kind: EventWarning, Text: noSandboxWarning(conf.report)})
 	}
 	return r, from, nil

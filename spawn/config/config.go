@@ -668,7 +668,7 @@ func (c Config) Validate() error {
 	case c.Sandbox.MaxDisk < 0:
 		return bad("sandbox.max_disk", "must not be negative (0 means no limit)")
 	case c.Sandbox.Network == isolation.NetworkModelOnly && c.Sandbox.Isolation == isolation.ModeNone:
-		return bad("sandbox.network", "model-only needs the bubblewrap sandbox; set sandbox.isolation to auto or bwrap")
+		return bad("sandbox.network", "model-only needs a sandbox; set sandbox.isolation to auto, bwrap or seatbelt")
 	case strings.TrimSpace(c.GitHub.Remote) == "":
 		return bad("github.remote", "must name a git remote, such as \"origin\"")
 	case c.GitHub.MinWriteInterval < 0:

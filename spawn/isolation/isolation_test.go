@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -18,8 +19,13 @@ import (
 
 func TestMain(m *testing.M) {
 	proc.Main()
+	if kind := os.Getenv(standInEnv); kind != "" {
+		os.Exit(sandboxExecStandIn(kind, os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
+
+func runtimeGOOS() string { return runtime.GOOS }
 
 // A machine without bubblewrap: auto runs unconfined and says why; bwrap
 // refuses with how to install it; none never probes.
