@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/internal/relay"
 )
 
 var (
@@ -14,7 +16,12 @@ var (
 	// refusedRE matches a credential the model API refused.
 	refusedRE = regexp.MustCompile(`(?i)failed to authenticate|invalid x-api-key|unauthenticated|permission_denied|\b(401|403)\b`)
 	// unreachableRE matches a model API that could not be reached at all.
-	unreachableRE = regexp.MustCompile(`(?i)ECONNREFUSED|ConnectionRefused|connection refused|unable to connect|ENOTFOUND|EAI_AGAIN|getaddrinfo|fetch failed|ETIMEDOUT|ECONNRESET`)
+	unreachableRE = regexp.MustCompile(`(?i)ECONNREFUSED|ConnectionRefused|connection refused|unable to connect|ENOTFOUND|EAI_AGAIN|getaddrinfo|fetch failed|ETIMEDOUT|ECONNRESET|` + regexp.QuoteMeta(relay.UnreachablePrefix))
+	// relayUnreachableRE finds the host and the cause in the relay's
+	// answer for an upstream it could not reach, as a CLI quotes it (claude
+	// adds " . This is a server-side issue..." after it, gemini quotes it
+	// in JSON with its newline escaped).
+	relayUnreachableRE = regexp.MustCompile(regexp.QuoteMeta(relay.UnreachablePrefix) + `(\S+?): (.+?)(?:\s+\.(?:\s|$)|\\+n|["\n]|$)`)
 	// causeRE matches a line that says why a CLI failed, as opposed to its
 	// start-up noise and stack traces.
 	causeRE = regexp.MustCompile(`(?i)error|must|refused|denied|failed|cannot|unable|invalid|not found|not logged`)
@@ -73,13 +80,19 @@ func (r *run) stderrOf(pid int) string {
 	return string(b)
 }
 
+// unreachableAdvice is what to do about a model API that cannot be reached.
+const unreachableAdvice = "check the network, the proxy (HTTPS_PROXY) and the API base URL (ANTHROPIC_BASE_URL for claude, GOOGLE_GEMINI_BASE_URL for gemini), then run again; spawn doctor tries to reach each API"
+
 // failure classifies what an agent said when it failed without an HTTP
 // status: an authentication problem, a model API it could not reach, or
 // anything else (""), with the sentence that tells the user what to do.
 func failure(cli, said string) (Kind, string) {
 	switch {
+	case relayUnreachableRE.MatchString(said):
+		m := relayUnreachableRE.FindStringSubmatch(said)
+		return KindUnreachable, cli + " could not reach the model API at " + m[1] + ": " + strings.TrimSpace(m[2]) + "; " + unreachableAdvice
 	case unreachableRE.MatchString(said):
-		return KindModelAPI, cli + " could not reach the model API (" + oneLine(said) + "); check the API base URL (ANTHROPIC_BASE_URL for claude, GOOGLE_GEMINI_BASE_URL for gemini) or the network, then run again"
+		return KindUnreachable, cli + " could not reach the model API (" + oneLine(said) + "); " + unreachableAdvice
 	case refusedRE.MatchString(said):
 		return KindAuth, "the model API refused " + cli + "'s credentials (" + oneLine(said) + "); set its API key or log in to it, then run again"
 	case authRE.MatchString(said):

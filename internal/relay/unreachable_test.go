@@ -1,0 +1,67 @@
+package relay
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// An upstream the relay cannot reach is answered 502 with a body that
+// names the host and why it could not be reached, distinct from an
+// upstream that was reached and failed.
+func TestUnreachableUpstreamIsNamedWithItsCause(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refusedAddr := closed.Addr().String()
+	require.NoError(t, closed.Close())
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer plain.Close()
+	hangup, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer hangup.Close()
+	go func() {
+		for {
+			c, err := hangup.Accept()
+			if err != nil {
+				return
+			}
+			c.Close() // reached, then gone: not unreachable
+		}
+	}()
+	for _, tt := range []struct {
+		name, upstream, want string
+	}{
+		{"dns", "http://nonexistent.invalid", UnreachablePrefix + "nonexistent.invalid: the DNS lookup of nonexistent.invalid failed (no such host)"},
+		{"refused", "http://" + refusedAddr, UnreachablePrefix + refusedAddr + ": the connection was refused"},
+		{"tls", "https://" + strings.TrimPrefix(plain.URL, "http://"), UnreachablePrefix + strings.TrimPrefix(plain.URL, "http://") + ": the TLS handshake failed"},
+		{"reached", "http://" + hangup.Addr().String(), "spawn relay: upstream failed: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := url.Parse(tt.upstream)
+			require.NoError(t, err)
+			r, err := Start([]Route{{Name: "anthropic", Upstream: u, Credential: Header{"x-api-key", "sk-real"}}})
+			require.NoError(t, err)
+			defer func() { require.NoError(t, r.Close()) }()
+			req, err := http.NewRequest("POST", r.URL("anthropic")+"/v1/messages", strings.NewReader("{}"))
+			require.NoError(t, err)
+			req.Header.Set("x-api-key", r.Key)
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			assert.Equal(t, http.StatusBadGateway, resp.StatusCode)
+			assert.True(t, strings.HasPrefix(string(body), tt.want), "the body %q starts with %q", body, tt.want)
+			if tt.name == "reached" {
+				assert.NotContains(t, string(body), UnreachablePrefix)
+			}
+		})
+	}
+}
