@@ -227,8 +227,7 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 	budget, ok := sessionBudget(r.opts.Config.Spawn.MaxCostUSD, spent)
 	if !ok {
 		r.spend.end(key, 0)
-		return nil, errorf(KindBudget, nil, "the run's cost budget (max_cost_usd = $%g) is used up (about $%.4f spent by the coder and the reviewers), so %s was not started; raise max_cost_usd in [spawn] to go further",
-			r.opts.Config.Spawn.MaxCostUSD, spent, who.cli)
+		return nil, errorf(KindBudget, nil, "%s", budgetUsedUp(who.cli, r.opts.Config.Spawn.MaxCostUSD, spent))
 	}
 	policy.MaxCostUSD = budget
 	var mu sync.Mutex            // guards names, files and watchErrs, shared by the hooks of this session
@@ -360,20 +359,10 @@ func (r *run) classify(sess *watcher.Session, cli string) error {
 	hint := fmt.Sprintf("see the transcripts in %s", r.dir.Dir)
 	out := sess.Last()
 	switch sess.Stopped {
-	case watcher.StopIdleTimeout:
-		return errorf(KindTimeout, nil, "%s printed nothing for the idle timeout (idle_timeout) and was stopped; its work is committed on the sandbox branch", cli)
-	case watcher.StopTotalTimeout:
-		return errorf(KindTimeout, nil, "%s ran past the total timeout (total_timeout) and was stopped; its work is committed on the sandbox branch", cli)
+	case watcher.StopIdleTimeout, watcher.StopTotalTimeout, watcher.StopMaxTurns, watcher.StopToolTimeout, watcher.StopMaxCost:
+		return errorf(limitKind(sess.Stopped), nil, "%s", limitStop(cli, sess.Stopped, r.opts.Config, sess.Turns, oneLine(out.Tool), r.spend.total()))
 	case watcher.StopCancelled:
-		return errorf(KindInterrupted, context.Canceled, "interrupted; %s was stopped and its work is committed on the sandbox branch", cli)
-	case watcher.StopMaxTurns:
-		return errorf(KindBudget, nil, "%s used up its turn budget (max_turns) after %d turns and was stopped; its work is committed on the sandbox branch", cli, sess.Turns)
-	case watcher.StopToolTimeout:
-		return errorf(KindTimeout, nil, "%s's tool call %q printed nothing for the tool timeout (tool_timeout = %s) and was stopped; if the command needs longer, raise tool_timeout in [spawn] of spawn-team.toml (or SPAWN_TOOL_TIMEOUT); its work is committed on the sandbox branch",
-			cli, oneLine(out.Tool), r.opts.Config.Spawn.ToolTimeout)
-	case watcher.StopMaxCost:
-		return errorf(KindBudget, nil, "%s reached the run's cost budget (max_cost_usd = $%g for the coder and the reviewers together, about $%.4f spent) and was stopped; its work is committed on the sandbox branch",
-			cli, r.opts.Config.Spawn.MaxCostUSD, r.spend.total())
+		return errorf(KindInterrupted, context.Canceled, "%s was stopped by an interrupt (Ctrl-C, a signal, or spawn stop)", cli)
 	}
 	res := out.Result
 	if res == nil {

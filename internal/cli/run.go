@@ -19,20 +19,20 @@ import (
 
 // runOptions is `spawn run` after flag parsing.
 type runOptions struct {
-	Task         string
-	TaskFile     string
-	TaskArgs     []string
-	Mode         string
-	Repo         string
-	Base         string
-	Branch       string
-	Config       string
-	JSON         bool
-	Quiet        bool // no narration of what the agents do; notes, warnings and the summary stay
-	IdleTimeout  time.Duration
-	TotalTimeout time.Duration
-	Model        string
-	PRBase       string // github mode: the pull request's base branch
+	Task     string
+	TaskFile string
+	TaskArgs []string
+	Mode     string
+	Repo     string
+	Base     string
+	Branch   string
+	Config   string
+	JSON     bool
+	Quiet    bool // no narration of what the agents do; notes, warnings and the summary stay
+	// Limits are the limits the flags set (limitFlags).
+	Limits config.Overrides
+	Model  string
+	PRBase string // github mode: the pull request's base branch
 	// Progress is --progress: what stderr shows while the run runs.
 	Progress progressMode
 	// Detach starts the run in a process of its own (runDetach); childArgs
@@ -55,7 +55,7 @@ func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *c
 			"   spawn run --mode solo --task-file task.md\n" +
 			"   echo \"fix the flaky test in store_test.go\" | spawn run --json -",
 		OnUsageError: onUsageError,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "mode", Usage: "solo | sequential | pingpong | github (default: the config's mode, pingpong out of the box)"},
 			&cli.StringFlag{Name: "repo", Usage: "the git repository to work on", Value: "."},
 			&cli.StringFlag{Name: "base", Usage: "the commit the sandbox branch starts from", Value: "HEAD"},
@@ -64,14 +64,12 @@ func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *c
 			&cli.StringFlag{Name: "task-file", Usage: "read the task from this file"},
 			&cli.BoolFlag{Name: "json", Usage: "print the record as the only output, one JSON document on stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not narrate what the agents do on stderr (the summary, notes and warnings stay)"},
-			&cli.DurationFlag{Name: "idle-timeout", Usage: "stop an agent that prints nothing for this long (e.g. 5m)"},
-			&cli.DurationFlag{Name: "total-timeout", Usage: "stop an agent that runs this long (e.g. 30m)"},
 			&cli.StringFlag{Name: "model", Usage: "the coder's model (claude --model)"},
 			&cli.StringFlag{Name: "pr-base", Usage: "github mode: the pull request's base branch (default: the branch --base names, else the repository's default branch)"},
 			progressFlag(),
 			&cli.BoolFlag{Name: "detach", Usage: "start the run in the background, print its id and return (with --json, {\"id\": ...}); its output goes to detach.log in the run directory"},
 			&cli.StringFlag{Name: detachedIDFlag, Hidden: true},
-		},
+		}, limitFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := danglingValue(c); err != nil {
 				return err
@@ -84,23 +82,22 @@ func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *c
 				return err
 			}
 			opts := &runOptions{
-				TaskFile:     c.String("task-file"),
-				TaskArgs:     c.Args().Slice(),
-				Mode:         c.String("mode"),
-				Repo:         c.String("repo"),
-				Base:         c.String("base"),
-				Branch:       c.String("branch"),
-				Config:       c.String("config"),
-				JSON:         c.Bool("json"),
-				Quiet:        c.Bool("quiet"),
-				IdleTimeout:  c.Duration("idle-timeout"),
-				TotalTimeout: c.Duration("total-timeout"),
-				Model:        c.String("model"),
-				PRBase:       c.String("pr-base"),
-				Progress:     progress,
-				Detach:       c.Bool("detach"),
-				DetachedID:   c.String(detachedIDFlag),
-				childArgs:    childRunArgs(c),
+				TaskFile:   c.String("task-file"),
+				TaskArgs:   c.Args().Slice(),
+				Mode:       c.String("mode"),
+				Repo:       c.String("repo"),
+				Base:       c.String("base"),
+				Branch:     c.String("branch"),
+				Config:     c.String("config"),
+				JSON:       c.Bool("json"),
+				Quiet:      c.Bool("quiet"),
+				Limits:     limitOverrides(c),
+				Model:      c.String("model"),
+				PRBase:     c.String("pr-base"),
+				Progress:   progress,
+				Detach:     c.Bool("detach"),
+				DetachedID: c.String(detachedIDFlag),
+				childArgs:  childRunArgs(c),
 			}
 			return runF(c.Context, d, opts)
 		},
@@ -165,13 +162,14 @@ func (d *deps) runAgents(json bool, run func() (*observability.Record, error)) e
 }
 
 // openConfigured opens the repository that holds dir (repairing its
-// abandoned runs) and loads the configuration for it.
-func (d *deps) openConfigured(ctx context.Context, dir, file string) (*spawn.Repo, config.Config, error) {
+// abandoned runs) and loads the configuration for it, with the flags'
+// overrides.
+func (d *deps) openConfigured(ctx context.Context, dir, file string, flags config.Overrides) (*spawn.Repo, config.Config, error) {
 	repo, err := d.openRepo(ctx, dir)
 	if err != nil {
 		return nil, config.Config{}, err
 	}
-	cfg, _, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Env: d.env})
+	cfg, _, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Env: d.env, Flags: flags})
 	return repo, cfg, err
 }
 
@@ -182,9 +180,9 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 	if err != nil {
 		return rejected(task, err), err
 	}
-	cfg, _, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: config.Overrides{
-		Mode: observability.Mode(opts.Mode), IdleTimeout: opts.IdleTimeout, TotalTimeout: opts.TotalTimeout, ClaudeModel: opts.Model, PRBase: opts.PRBase,
-	}})
+	flags := opts.Limits
+	flags.Mode, flags.ClaudeModel, flags.PRBase = observability.Mode(opts.Mode), opts.Model, opts.PRBase
+	cfg, _, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: flags})
 	if err != nil {
 		return rejected(task, err), err
 	}
