@@ -73,7 +73,7 @@ func Resume(ctx context.Context, opts ResumeOptions, sink Sink) (*observability.
 	dir, err := repo.Registry.Acquire(e.ID)
 	var live *runs.LiveError
 	if errors.As(err, &live) {
-		return fail(errorf(KindUsage, err, "%v; wait for it to end, or stop it, before resuming it", err))
+		return fail(errorf(KindUsage, err, "%v; wait for it to end, or stop it with spawn stop %s, before resuming it", err, e.ID))
 	}
 	if err != nil {
 		return fail(errorf(KindInternal, err, "cannot open run %s: %v", e.ID, err))

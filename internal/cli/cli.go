@@ -173,6 +173,7 @@ func newApp(d *deps, run func(context.Context, *deps, *runOptions) error, demo f
 			newDiffCmd(d),
 			newPsCmd(d),
 			newSendCmd(d),
+			newStopCmd(d),
 			newResumeCmd(d),
 			newPRCmd(d),
 			newCleanCmd(d),
