@@ -136,7 +136,7 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 	}
 	r.events = &stream{run: dir.ID, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}
 	r.emit(Event{Kind: EventResumed, Resume: &observability.Resume{At: opts.Now().UTC(), FromStatus: rec.Status, FromVerdict: rec.Verdict,
-		FromExitCode: rec.ExitCode, FromError: rec.Error, Round: max(from.Reviewed+1, from.Coded)}})
+		FromExitCode: rec.ExitCode, FromError: rec.Error, FromDurationMS: rec.DurationMS, Round: max(from.Reviewed+1, from.Coded)}})
 	r.emit(Event{Kind: EventPhase, Phase: PhaseSandbox, Text: sb.Path})
 	if conf.report.Mode != isolation.ModeBwrap {
 		r.emit(Event{Kind: EventWarning, Text: noSandboxWarning(conf.report)})
