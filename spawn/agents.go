@@ -415,8 +415,8 @@ func (r *run) classify(sess *watcher.Session, cli string) error {
 
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:197]) + "..."
+	if short, cut := cutAtWord(s, 197); cut {
+		s = short + "..."
 	}
 	return s
 }

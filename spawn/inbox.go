@@ -243,5 +243,11 @@ func notLive(e runs.Entry) error {
 	case runs.StateAbandoned:
 		why = "was abandoned (its spawn process died)"
 	}
-	return errorf(KindUsage, nil, "run %s %s, so no coder will read the message; spawn send reaches only a live run (see spawn ls; spawn resume %s continues it)", e.ID, why, e.ID)
+	next := fmt.Sprintf("spawn resume %s continues it, then send again", e.ID)
+	if rec, err := e.ReadRecord(); err == nil && e.State != runs.StateAbandoned {
+		if err := Resumable(rec); err != nil {
+			next = "it has nothing left to continue; spawn run starts a new run"
+		}
+	}
+	return errorf(KindUsage, nil, "run %s %s, so no coder will read the message; spawn send reaches only a live run: %s", e.ID, why, next)
 }

@@ -86,6 +86,26 @@ func Resume(ctx context.Context, opts ResumeOptions, sink Sink) (*observability.
 	return r.finish(ctx, verdict, err)
 }
 
+// Resumable says whether spawn resume would continue the run rec records:
+// nil, or a usage *Error saying why not (it is still running, the
+// reviewers approved it, it is a solo run whose coder finished, it is in
+// github mode, or it left no sandbox). It reads only the record: a worktree
+// removed since is found when resuming.
+func Resumable(rec *observability.Record) error {
+	switch {
+	case rec.Status == observability.StatusRunning:
+		return errorf(KindUsage, nil, "run %s is still running", rec.ID)
+	case rec.Mode == observability.ModeGitHub:
+		return errorf(KindNotImplemented, nil, "run %s is in github mode, which spawn resume cannot continue yet", rec.ID)
+	case rec.Branch == "":
+		return errorf(KindUsage, nil, "run %s left no sandbox to continue in", rec.ID)
+	}
+	if err := team.Continuable(rec.Mode, team.ProgressOf(rec)); err != nil {
+		return errorf(KindUsage, err, "run %s has %v", rec.ID, err)
+	}
+	return nil
+}
+
 // reopen checks that the run can go on, repairs it if it was abandoned,
 // and sets it up again as a run in progress: its sandbox, its confinement,
 // its record and event log, marked resumed. On error nothing changed but

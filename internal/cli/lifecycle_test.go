@@ -79,8 +79,10 @@ func TestShowOfALiveRunSaysWhatItIsDoing(t *testing.T) {
 	l := spawn.Live{Phase: spawn.PhaseFixing, Round: 2, Turns: 7, CostUSD: 0.25, Role: observability.RoleCoder, Tool: "Bash",
 		Input: json.RawMessage(`{"command":"go test ./..."}`)}
 	got := liveSummary(rec, l, lifecycleT0.Add(90*time.Second))
-	assert.Regexp(t, `^spawn 20261123-090000-aaaa: running since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n  now:       fixing, round 2, coder turn 7, \$0\.2500 so far, 1m30s elapsed; last: Bash go test \./\.\.\. \(coder\)\n`, got)
+	assert.Regexp(t, `^spawn 20261123-090000-aaaa: running since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n  now:       fixing, round 2, coder turn 7, 1m30s elapsed; last: Bash go test \./\.\.\. \(coder\)\n`, got)
 	assert.Contains(t, got, "commits:   none yet")
+	assert.Contains(t, got, "\n  cost:      $0.2500 so far\n", "one figure: the live cost")
+	assert.Equal(t, 1, strings.Count(got, "$"), "and no other")
 	assert.Contains(t, got, "next:      the run is still working: spawn logs -f 20261123-090000-aaaa follows it")
 	assert.NotContains(t, got, "exit")
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
 
@@ -174,12 +176,21 @@ func age(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
-// cut shortens s to n runes, ending it with "..." when it was longer.
+// cut shortens s to at most n runes for the screen: at the last word
+// boundary that fits, ending with "..." when it was longer (mid-word only
+// for a single word longer than n). Records keep the whole text.
 func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-3]) + "..."
+	r := []rune(s)
+	if len(r) <= n {
+		return s
 	}
-	return s
+	keep := r[:n-3]
+	if r[n-3] != ' ' {
+		if i := strings.LastIndexFunc(string(keep), unicode.IsSpace); i > 0 {
+			keep = []rune(string(keep)[:i])
+		}
+	}
+	return strings.TrimRight(string(keep), " \t,;:.") + "..."
 }
 
 // orDash is s, or "-" when s is empty.

@@ -216,10 +216,8 @@ func rejected(task string, err error) *observability.Record {
 	return rec
 }
 
+// firstLine is the first line of s, cut to fit a terminal line (cut).
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(line); len(r) > 100 {
-		line = string(r[:97]) + "..."
-	}
-	return line
+	return cut(line, 100)
 }
