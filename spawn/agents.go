@@ -22,7 +22,7 @@ import (
 func agentBinary(cli, command, npmPackage string, env []string) (string, error) {
 	bin, err := proc.LookPath(command, env)
 	if err != nil {
-		return "", errorf(KindMissingCLI, err, "the %s CLI (%s) was not found; install it with `npm install -g %s` or set runners.%s.command", cli, command, npmPackage, cli)
+		return "", errorf(KindMissingCLI, err, "%s", missingCLI(cli, command, npmPackage))
 	}
 	return bin, nil
 }

@@ -27,15 +27,22 @@ type Check struct {
 }
 
 // Doctor checks what a run in repoDir would need, without starting one:
-// the configuration (configFile, "" to look for one), git, the claude and
-// gemini CLIs (found, runnable, their versions against the pinned ones),
-// their credentials (present, never printed), in github mode a GitHub
-// token and its scopes (checkGitHub), and the isolation a run would get.
-// Every check runs, whatever the others found.
+// that repoDir is in a git repository, the configuration (configFile, ""
+// to look for one), git, the claude and gemini CLIs (found, runnable, their
+// versions against the pinned ones), their credentials (present, never
+// printed), that each model API a run would use answers (checkReach: one
+// request without credentials, which costs nothing), in github mode a
+// GitHub token and its scopes (checkGitHub), and the isolation a run would
+// get. Every check runs, whatever the others found.
 func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Check {
 	var checks []Check
 	add := func(name string, ok bool, format string, args ...any) {
 		checks = append(checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	}
+	if repo, err := OpenRepo(ctx, repoDir, env); err != nil {
+		add("repository", false, "%v", err)
+	} else {
+		add("repository", true, "%s", repo.Dir)
 	}
 	cfg, path, err := config.Load(ctx, config.Source{File: configFile, RepoDir: repoDir, Env: env})
 	switch {
@@ -55,7 +62,7 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 	agentCheck := func(name, command, npm, pinned string) {
 		bin, err := proc.LookPath(command, env)
 		if err != nil {
-			add(name, false, "%s was not found; install it with `npm install -g %s@%s` or set runners.%s.command", command, npm, pinned, name)
+			add(name, false, "%s", missingCLI(name, command, npm))
 			return
 		}
 		v, err := toolVersion(ctx, bin, env)
@@ -74,6 +81,7 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 	} else {
 		add("claude login", false, "no credential: set ANTHROPIC_API_KEY, or log in once by running claude")
 	}
+	checks = append(checks, checkReach(ctx, "claude api", "ANTHROPIC_BASE_URL", anthropicAPI, env))
 	if cfg.Team.Mode.Reviewed() {
 		agentCheck("gemini", cfg.Runners.Gemini.Command, "@google/gemini-cli", runners.PinnedGemini)
 		if err := checkGeminiCredentials(env); err != nil {
@@ -81,6 +89,7 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 		} else {
 			add("gemini login", true, "a credential is set (not shown)")
 		}
+		checks = append(checks, checkReach(ctx, "gemini api", "GOOGLE_GEMINI_BASE_URL", geminiAPI, env))
 	} else {
 		add("gemini", true, "not needed: mode %s has no reviewer", observability.ModeSolo)
 	}
@@ -196,9 +205,9 @@ func checkGitHub(ctx context.Context, env []string) Check {
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return Check{Name: name, Detail: fmt.Sprintf("GitHub refused the token from %s (401 Bad credentials): it is expired, revoked or mistyped; make a new one, or run `gh auth login`", source)}
+		return Check{Name: name, Detail: fmt.Sprintf("the token from %s was refused by GitHub (401 Bad credentials): it is expired, revoked or mistyped; make a new one, or run `gh auth login`", source)}
 	case resp.StatusCode != http.StatusOK:
-		return Check{Name: name, Detail: fmt.Sprintf("GitHub answered %s for the token from %s; try again, or check GITHUB_API_URL", resp.Status, source)}
+		return Check{Name: name, Detail: fmt.Sprintf("the GitHub API answered %s for the token from %s; try again, or check GITHUB_API_URL", resp.Status, source)}
 	}
 	scopes, classic := resp.Header[http.CanonicalHeaderKey("X-OAuth-Scopes")]
 	if !classic {

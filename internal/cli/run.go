@@ -115,6 +115,9 @@ func readTask(opts *runOptions, stdin io.Reader) (string, error) {
 		if err != nil {
 			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("cannot read the task file: %v", err), Err: err}
 		}
+		if strings.TrimSpace(string(b)) == "" {
+			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("the task file %s is empty; write the task in it, or give the task as words", opts.TaskFile)}
+		}
 		return string(b), nil
 	case args != "-" && slices.Contains(opts.TaskArgs, "-"):
 		return "", &spawn.Error{Kind: spawn.KindUsage, Msg: `"-" reads the task from stdin and must be the only word; give the task as words, or pipe it: echo "fix the bug" | spawn run -`}
@@ -122,6 +125,9 @@ func readTask(opts *runOptions, stdin io.Reader) (string, error) {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
 			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("cannot read the task from stdin: %v", err), Err: err}
+		}
+		if strings.TrimSpace(string(b)) == "" {
+			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: `stdin held no task; pipe the task in, such as: echo "fix the bug" | spawn run -`}
 		}
 		return string(b), nil
 	case args == "":
