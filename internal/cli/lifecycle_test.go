@@ -41,9 +41,22 @@ func TestLsTableNamesEachRunsStateAndOutcome(t *testing.T) {
 	require.NoError(t, lsTable(&b, entries, lifecycleT0.Add(42*time.Minute)))
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	require.Len(t, lines, 4)
+	assert.Regexp(t, `^ID +AGE +MODE +OUTCOME +ROUNDS +COST +TASK$`, lines[0])
+	assert.Regexp(t, `^20261123-093000-aaaa +12m +pingpong +running +1 +\$0\.0123 +add a /healthz endpoint$`, lines[1])
+	assert.Regexp(t, `^20261123-090000-bbbb +42m +solo +done, not reviewed +0 +\$0\.5000 +a very long task a very\.\.\.$`, lines[2])
+	assert.Regexp(t, `^20261120-090000-cccc +- +- +broken +- +- +read record: no such file$`, lines[3])
+	for _, l := range lines {
+		assert.LessOrEqual(t, len([]rune(l)), 100, "fits 100 columns: %q", l)
+	}
+
+	// --wide: every column, the whole task, and no branch that is gone.
+	b.Reset()
+	require.NoError(t, lsWide(&b, entries, lifecycleT0.Add(42*time.Minute), map[string]bool{"spawn/20261123-093000-aaaa/add-healthz": true}))
+	lines = strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	require.Len(t, lines, 4)
 	assert.Regexp(t, `^ID +AGE +MODE +STATUS +VERDICT +ROUNDS +COST +BRANCH +TASK$`, lines[0])
 	assert.Regexp(t, `^20261123-093000-aaaa +12m +pingpong +running +none +1 +\$0\.0123 +spawn/20261123-093000-aaaa/add-healthz +add a /healthz endpoint$`, lines[1])
-	assert.Regexp(t, `^20261123-090000-bbbb +42m +solo +succeeded +none +0 +\$0\.5000 +spawn/b +(a very long task ){2}a very long t\.\.\.$`, lines[2])
+	assert.Regexp(t, `^20261123-090000-bbbb +42m +solo +succeeded +none +0 +\$0\.5000 +- +(a very long task ){9}a very long task$`, lines[2], "spawn/b was removed")
 	assert.Regexp(t, `^20261120-090000-cccc +- +- +broken +- +- +- +- +read record: no such file$`, lines[3])
 }
 
@@ -296,5 +309,5 @@ func TestShowOfARunWithoutARecordSaysWhereItsFilesAre(t *testing.T) {
 
 	r = spawnMain(t, os.Environ(), "", "ls", "--repo", repo)
 	assert.Equal(t, 0, r.code, r.stderr)
-	assert.Regexp(t, `(?m)^20261123-090000-aaaa +- +- +broken +- +- +- +- +read record: .*$`, r.stdout)
+	assert.Regexp(t, `(?m)^20261123-090000-aaaa +- +- +broken +- +- +read record: .*$`, r.stdout)
 }

@@ -161,9 +161,19 @@ func roundLimit(rec *observability.Record) string {
 // outcome names how the run ended in words: the verdict of a completed
 // reviewed run, "done" for a solo one, else the status.
 func outcome(rec *observability.Record) string {
-	switch rec.Status {
+	kind := ""
+	if rec.Error != nil {
+		kind = rec.Error.Kind
+	}
+	return outcomeOf(rec.Status, rec.Verdict, kind)
+}
+
+// outcomeOf is outcome for a run that ended with status and verdict, and
+// the error kind errKind ("" for none).
+func outcomeOf(status observability.Status, verdict observability.Verdict, errKind string) string {
+	switch status {
 	case observability.StatusSucceeded:
-		switch rec.Verdict {
+		switch verdict {
 		case observability.VerdictNone:
 			return "done, not reviewed"
 		case observability.VerdictChangesRequested:
@@ -173,15 +183,15 @@ func outcome(rec *observability.Record) string {
 		case observability.VerdictReviewFailed:
 			return "review failed"
 		}
-		return string(rec.Verdict)
+		return string(verdict)
 	case observability.StatusTimedOut:
 		return "timed out"
 	case observability.StatusFailed:
-		if rec.Error != nil && rec.Error.Kind != "" {
-			return "failed: " + rec.Error.Kind
+		if errKind != "" {
+			return "failed: " + errKind
 		}
 	}
-	return string(rec.Status)
+	return string(status)
 }
 
 // raiseFlagRE finds the flag a limit's error names ("raise it with
