@@ -357,7 +357,7 @@ func TestUncommittedChangesAreNotedAndLeftAlone(t *testing.T) {
 		Config: cfg, Env: testenv.Env(t, srv.ClaudeEnv()...)}, notes(&said))
 	require.NoError(t, err)
 	require.Len(t, said, 1)
-	assert.Contains(t, said[0], "has uncommitted changes; the sandbox starts from")
+	assert.Contains(t, said[0], "has uncommitted changes (README.md, scratch.txt); the sandbox starts from", "the note names the files")
 	assert.Contains(t, rec.Notes, said[0], "the note is in the record too")
 	assert.Equal(t, before, snapshot(t, repo))
 	assert.Empty(t, rec.Commits, "the coder changed nothing, so nothing was committed")
