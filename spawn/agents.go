@@ -298,6 +298,11 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 			emit(e)
 		},
 		OnProgress: func(p watcher.Progress) {
+			if who.role == observability.RoleCoder {
+				// A message a hook handed the coder is told as it is,
+				// before what the coder does with it.
+				r.recordMessages()
+			}
 			emit(Event{Kind: EventAgent, Agent: &p, RunCostUSD: r.spend.update(key, p.CostUSD)})
 		},
 	}

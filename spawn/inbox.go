@@ -26,7 +26,8 @@ import (
 // blocks the stop with them, so the coder goes on and reads them. A
 // message sent while no coder turn runs (the reviewer's turn, between
 // turns) is put at the top of the coder's next prompt. After each coder
-// turn the messages delivered are recorded (EventMessage).
+// turn, and as the coder works, the messages delivered are recorded
+// (EventMessage).
 
 // hookSettings is the file name of the coder's hook settings in its
 // private directory.
@@ -113,8 +114,11 @@ func (r *run) withMessages(prompt string, round int) string {
 }
 
 // recordMessages puts the messages delivered and not yet recorded on the
-// event stream, in the order they were delivered.
+// event stream, in the order they were delivered. It is called as the
+// coder works (each of its progress events) and when its turn ends.
 func (r *run) recordMessages() {
+	r.msgs.Lock()
+	defer r.msgs.Unlock()
 	msgs, err := r.dir.Inbox().Delivered()
 	if err != nil {
 		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot read the messages sent with spawn send: %v", err)})

@@ -226,6 +226,8 @@ type run struct {
 
 	spend spend // the run's cost so far, coder and reviewers
 
+	msgs sync.Mutex // serialises recordMessages
+
 	mu       sync.Mutex
 	procs    int               // agent processes started so far, numbering the transcripts
 	tamperN  int               // sandbox_tamper findings so far, numbering them
