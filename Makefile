@@ -29,13 +29,14 @@ agents/node_modules/.spawn-installed: agents/package.json agents/package-lock.js
 	touch $@
 
 # spawn and the pinned CLIs on PATH: spawn is copied to $(PREFIX)/bin, and
-# claude and gemini there are links to agents/node_modules/.bin (a claude or
-# gemini of your own in $(PREFIX)/bin is kept; spawn doctor says which one
-# spawn finds and whether it is the pinned version).
+# claude, gemini and codex there are links to agents/node_modules/.bin (a CLI
+# of your own in $(PREFIX)/bin is kept; spawn doctor says which one spawn
+# finds and whether it is the pinned version).
 install: build agents
 	install -d $(PREFIX)/bin
 	install -m 0755 bin/spawn $(PREFIX)/bin/spawn
-	@for cli in claude gemini; do \
+	@for cli in claude gemini codex; do \
+	  [ -e $(AGENTS)/$$cli ] || continue; \
 	  if [ -e $(PREFIX)/bin/$$cli ] && [ ! -L $(PREFIX)/bin/$$cli ]; then \
 	    echo "kept your own $(PREFIX)/bin/$$cli"; \
 	  else \

@@ -37,8 +37,14 @@ type Record struct {
 	SecurityFindings     []SecurityFinding   `json:"security_findings"`
 	Commits              []Commit            `json:"commits"`
 	PRURL                *string             `json:"pr_url"`
-	GitHubReviews        []GitHubReview      `json:"github_reviews"`
-	ResolvedComments     []ResolvedComment   `json:"resolved_comments"`
+	// PullRequest is the pull request the run works on (github mode and
+	// spawn pr); nil otherwise.
+	PullRequest *PullRequest `json:"pull_request"`
+	// GitHubThreads are the pull request's review threads spawn opened,
+	// acted on or left alone, each with its state and spawn's replies.
+	GitHubThreads    []GitHubThread    `json:"github_threads"`
+	GitHubReviews    []GitHubReview    `json:"github_reviews"`
+	ResolvedComments []ResolvedComment `json:"resolved_comments"`
 	// GitHubStatuses are the commit statuses spawn set (github mode).
 	GitHubStatuses []GitHubStatus `json:"github_statuses"`
 	Questions      []Question     `json:"questions"`
@@ -182,6 +188,12 @@ const (
 	// user's outside its sandbox (a ref, HEAD, .git/config, a hook, the
 	// user's work tree), found by spawn's snapshot after a turn.
 	FindingSandboxTamper FindingKind = "sandbox_tamper"
+	// FindingSandboxBlocked is an attempt an agent made that its sandbox
+	// refused (a write to a read-only path, an operation not permitted),
+	// or that spawn refused (a link where spawn reads, a git store that is
+	// not the one spawn made): nothing happened, but an agent that tries
+	// was probably prompt-injected.
+	FindingSandboxBlocked FindingKind = "sandbox_blocked"
 )
 
 // Isolation is how a run's agents were confined.
@@ -192,6 +204,18 @@ type Isolation struct {
 	Network string `json:"network"`
 	// Reason says why Mode is "none"; "" otherwise.
 	Reason string `json:"reason"`
+	// Limits are what each agent's process tree was held to, and how.
+	Limits Limits `json:"limits"`
+}
+
+// Limits are the limits of each agent's process tree: its processes,
+// memory and disk (0: no limit), and what enforced them ("cgroup v2",
+// "cgroup v1" or "rlimit").
+type Limits struct {
+	Processes   int    `json:"processes"`
+	MemoryBytes int64  `json:"memory_bytes"`
+	DiskBytes   int64  `json:"disk_bytes"`
+	EnforcedBy  string `json:"enforced_by"`
 }
 
 // Question is a question the agent stopped with, and spawn's answer ("" when
@@ -297,6 +321,56 @@ type GitHubComment struct {
 	// ResolvedByCommit is the commit a later round confirmed the finding
 	// fixed at; "" while open.
 	ResolvedByCommit string `json:"resolved_by_commit"`
+}
+
+// PullRequest is the pull request a run works on.
+type PullRequest struct {
+	Number int    `json:"number"`
+	URL    string `json:"url"`
+	// Head and Base are its branches.
+	Head string `json:"head"`
+	Base string `json:"base"`
+	// HeadSHA is its head commit when the run took it up (spawn pr), or
+	// when spawn opened it (github mode).
+	HeadSHA string `json:"head_sha"`
+	// Author is who opened it.
+	Author string `json:"author"`
+}
+
+// GitHubThread is one review thread of the pull request and what spawn
+// did about it. A thread spawn left alone carries who opened it, where,
+// and why it was left (Skipped), never its text.
+type GitHubThread struct {
+	// ID is GitHub's thread id (PRRT_...), what resolving takes; "" when
+	// spawn has not read it yet.
+	ID string `json:"id"`
+	// CommentID is the REST id of its first comment, which replies answer.
+	CommentID int64  `json:"comment_id"`
+	Author    string `json:"author"`
+	Path      string `json:"path"`
+	Line      int    `json:"line"` // 0 when outdated or on the whole file
+	// FindingID is the finding the thread holds (github mode) or was made
+	// into for the coder (spawn pr); "" for a thread left alone.
+	FindingID string      `json:"finding_id"`
+	State     ThreadState `json:"state"`
+	// Skipped says why spawn left the thread alone; "" when it acted on it.
+	Skipped SkipReason `json:"skipped"`
+	// Replies are spawn's replies in the thread, oldest first.
+	Replies []ThreadReply `json:"replies"`
+}
+
+// ThreadReply is one reply spawn posted in a review thread.
+type ThreadReply struct {
+	// CommentID is the reply's REST id.
+	CommentID int64     `json:"comment_id"`
+	Kind      ReplyKind `json:"kind"`
+	// Round is the review (or check) round the reply speaks for; for a
+	// decline, the coder's turn.
+	Round int `json:"round"`
+	// Commits are the commits the reply names as the fix: those since the
+	// thread was opened that changed its file, else the fix turn's head.
+	Commits []string `json:"commits"`
+	Body    string   `json:"body"`
 }
 
 // ResolvedBy says who closed a review thread.
@@ -423,6 +497,13 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	p.ReviewFeedback = nonNil(p.ReviewFeedback)
 	p.Resumes = nonNil(p.Resumes)
 	p.GitHubStatuses = nonNil(p.GitHubStatuses)
+	p.GitHubThreads = nonNil(p.GitHubThreads)
+	for i := range p.GitHubThreads {
+		p.GitHubThreads[i].Replies = nonNil(p.GitHubThreads[i].Replies)
+		for j := range p.GitHubThreads[i].Replies {
+			p.GitHubThreads[i].Replies[j].Commits = nonNil(p.GitHubThreads[i].Replies[j].Commits)
+		}
+	}
 	for i := range p.GitHubReviews {
 		p.GitHubReviews[i].Comments = nonNil(p.GitHubReviews[i].Comments)
 	}

@@ -17,7 +17,7 @@ var recordKeys = []string{
 	"schema", "id", "task", "mode", "status", "verdict", "exit_code", "repo", "base", "branch",
 	"sandbox_path", "isolation", "started_at", "finished_at", "duration_ms", "command_lines",
 	"permissions_requested", "permissions_granted", "review_feedback", "security_findings",
-	"commits", "pr_url", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages",
+	"commits", "pr_url", "pull_request", "github_threads", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages",
 	"messages", "resumes", "github_statuses", "usage", "error", "notes",
 }
 
@@ -32,10 +32,10 @@ func TestNewRecordHasEveryKeyAndEmptyLists(t *testing.T) {
 		require.Contains(t, m, k)
 	}
 	for _, k := range []string{"command_lines", "permissions_requested", "permissions_granted", "review_feedback",
-		"security_findings", "commits", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages", "messages", "resumes", "github_statuses", "notes"} {
+		"security_findings", "commits", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages", "messages", "resumes", "github_statuses", "github_threads", "notes"} {
 		assert.Equal(t, "[]", string(m[k]), k)
 	}
-	for _, k := range []string{"pr_url", "error", "finished_at", "isolation"} {
+	for _, k := range []string{"pr_url", "pull_request", "error", "finished_at", "isolation"} {
 		assert.Equal(t, "null", string(m[k]), k)
 	}
 	assert.JSONEq(t, `"spawn.record/v1"`, string(m["schema"]))

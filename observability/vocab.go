@@ -15,6 +15,10 @@ const (
 	ModeSequential Mode = "sequential" // coder, review, one fix turn, final review
 	ModePingpong   Mode = "pingpong"   // coder, review, fix, review... until approved or a limit
 	ModeGitHub     Mode = "github"     // the pingpong loop on a pull request
+	// ModePR is the mode of a spawn pr run's record (people's review on an
+	// existing pull request: fixed, checked by a reviewer, answered). It
+	// is not a mode a configuration or --mode chooses: ParseMode refuses it.
+	ModePR Mode = "pr"
 )
 
 // Modes lists every mode, in the order the documentation gives them.
@@ -30,8 +34,12 @@ func ParseMode(s string) (Mode, error) {
 	return "", fmt.Errorf("%q is not a mode; use one of %s", s, joinValues(Modes()))
 }
 
-// Reviewed reports whether the mode has a reviewer.
+// Reviewed reports whether the mode has a reviewer (spawn pr's has one
+// unless [github] verify_fixes is off).
 func (m Mode) Reviewed() bool { return m != ModeSolo }
+
+// OnPullRequest reports whether a run of the mode works on a pull request.
+func (m Mode) OnPullRequest() bool { return m == ModeGitHub || m == ModePR }
 
 // Status is whether the run itself completed, whatever the verdict.
 type Status string
@@ -153,3 +161,85 @@ const (
 	LLMGemini LLM = "gemini-cli"
 	LLMSpawn  LLM = "spawn"
 )
+
+// ThreadState is what a review thread of the pull request is, as spawn
+// last left it.
+type ThreadState string
+
+// The thread states.
+const (
+	// ThreadOpen: spawn acts on the thread and nothing settled it yet
+	// (a check or review round may have found it still open: its last
+	// reply says so).
+	ThreadOpen ThreadState = "open"
+	// ThreadDeclined: the coder declined it, with its reason in a reply;
+	// it stays open for a person.
+	ThreadDeclined ThreadState = "declined"
+	// ThreadUnverified: the coder changed the code for it and a reply
+	// names the commits, but no reviewer checked the fix ([github]
+	// verify_fixes = false, or the reviewer's answer could not be used).
+	ThreadUnverified ThreadState = "unverified"
+	// ThreadFixed: a review round confirmed the fix and a reply names its
+	// commits and that round; the thread is left unresolved (a person's
+	// thread, or a token that cannot resolve).
+	ThreadFixed ThreadState = "fixed"
+	// ThreadResolved: settled (fixed, or its decline accepted), replied
+	// to, then resolved by spawn.
+	ThreadResolved ThreadState = "resolved"
+	// ThreadSkipped: spawn did not act on it; Skipped says why.
+	ThreadSkipped ThreadState = "skipped"
+)
+
+// ThreadStates lists every thread state.
+func ThreadStates() []ThreadState {
+	return []ThreadState{ThreadOpen, ThreadDeclined, ThreadUnverified, ThreadFixed, ThreadResolved, ThreadSkipped}
+}
+
+// SkipReason says why spawn pr did not act on a review thread.
+type SkipReason string
+
+// The reasons a thread is left alone.
+const (
+	// SkipUntrusted: its author may not direct changes (not write,
+	// maintain or admin, nor in [github] trusted_authors); its text
+	// reaches no prompt and no record.
+	SkipUntrusted SkipReason = "untrusted_author"
+	// SkipOutdated: the code it was left on has changed since.
+	SkipOutdated SkipReason = "outdated"
+	// SkipResolved: it was resolved already.
+	SkipResolved SkipReason = "resolved"
+	// SkipSpawn: spawn opened it (a review of a github-mode run).
+	SkipSpawn SkipReason = "spawn"
+)
+
+// SkipReasons lists every reason a thread is left alone.
+func SkipReasons() []SkipReason {
+	return []SkipReason{SkipUntrusted, SkipOutdated, SkipResolved, SkipSpawn}
+}
+
+// ReplyKind is what one of spawn's replies in a thread says.
+type ReplyKind string
+
+// The kinds of reply.
+const (
+	// ReplyFixed: "Fixed in <commits>", confirmed by a review round it names.
+	ReplyFixed ReplyKind = "fixed"
+	// ReplyDeclined: "Declined: <the coder's reason>".
+	ReplyDeclined ReplyKind = "declined"
+	// ReplyStillOpen: a review round found it still open, and what is.
+	ReplyStillOpen ReplyKind = "still_open"
+	// ReplyUnverified: "Changed in <commits>", with why no reviewer
+	// checked it.
+	ReplyUnverified ReplyKind = "unverified"
+	// ReplyAccepted: a review round accepted the coder's reason for
+	// declining it.
+	ReplyAccepted ReplyKind = "accepted"
+	// ReplyCannotResolve: spawn's token may not resolve threads; a person
+	// is asked to.
+	ReplyCannotResolve ReplyKind = "cannot_resolve"
+)
+
+// ReplyKinds lists every kind of reply.
+func ReplyKinds() []ReplyKind {
+	return []ReplyKind{ReplyFixed, ReplyDeclined, ReplyStillOpen, ReplyUnverified, ReplyAccepted, ReplyCannotResolve}
+}

@@ -337,3 +337,73 @@ func indent(s, prefix string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// VerifyInput is what the Verify prompt needs.
+type VerifyInput struct {
+	// Task is what the coder was asked. Required.
+	Task string
+	// Threads are the review threads the coder addressed, as findings: the
+	// id, file, line and title, and in Detail what the thread's trusted
+	// reviewers wrote. At least one is required.
+	Threads []Finding
+	// Said is what the coder's final message says about each thread (see
+	// Attribute): each is shown under its thread.
+	Said []Attribution
+	// CoderSaid is the coder's final message; "" leaves it out.
+	CoderSaid string
+	// Diff is everything the coder changed ("": nothing).
+	Diff string
+	// Round is the 1-based check round.
+	Round int
+}
+
+// Verify renders the prompt that asks a reviewer to check a fix of
+// people's review threads (spawn pr) thread by thread, under the
+// reviewer's contract (ParseReview reads the answer): the id of each
+// thread the change settles goes in "resolved"; each thread still open
+// gets a finding whose title begins with its id and whose detail says
+// what is missing; problems the change introduces are findings without a
+// thread id. The task, the threads, the coder's words and the diff are
+// placed in UNTRUSTED DATA blocks (see Fix). An empty task, no thread, or
+// a round below 1 is an error.
+func Verify(in VerifyInput) (string, error) {
+	if strings.TrimSpace(in.Task) == "" {
+		return "", errors.New("prompts: verify: empty task")
+	}
+	if len(in.Threads) == 0 {
+		return "", errors.New("prompts: verify: no thread to check")
+	}
+	if in.Round < 1 {
+		return "", fmt.Errorf("prompts: verify: round %d, want 1 or more", in.Round)
+	}
+	v := verifyView{Task: untrusted(in.Task), NoChange: strings.TrimSpace(in.Diff) == "", Diff: untrusted(in.Diff), Round: in.Round, Contract: newContractView()}
+	if strings.TrimSpace(in.CoderSaid) != "" {
+		v.CoderSaid = untrusted(in.CoderSaid)
+	}
+	said := make(map[string]Attribution, len(in.Said))
+	for _, a := range in.Said {
+		said[strings.ToLower(a.FindingID)] = a
+	}
+	for _, t := range in.Threads {
+		fv := newFindingView(t)
+		if a, ok := said[strings.ToLower(fv.ID)]; ok {
+			fv.Reply = oneLine(neutralise(a.Words))
+			if a.Action != "" {
+				fv.Reply = strings.TrimSuffix(string(a.Action)+": "+fv.Reply, ": ")
+			}
+			v.Replied = v.Replied || fv.Reply != ""
+		}
+		v.Threads = append(v.Threads, fv)
+	}
+	return render("verify", v)
+}
+
+type verifyView struct {
+	Task, Diff string
+	NoChange   bool
+	CoderSaid  string
+	Replied    bool
+	Round      int
+	Threads    []findingView
+	Contract   contractView
+}

@@ -192,7 +192,8 @@ type claudeBlock struct {
 // User and assistant lines (tool calls and their results: most of the
 // bytes) are read by a fast path (see claudeFastLine) that gives the same
 // events as encoding/json. A tool_result's text is decoded only when its
-// call is a Bash call, or one the stream did not show (ToolResult.Content).
+// call is a Bash call, one the stream did not show, or one that failed
+// (ToolResult.Content).
 func (c *Claude) Parse(r io.Reader, emit func(Event)) error {
 	return c.parse(r, emit, true)
 }
@@ -278,7 +279,7 @@ func (c *Claude) parse(r io.Reader, out func(Event), fast bool) error {
 			for _, blk := range claudeBlocks(l.Message) {
 				if blk.Type == "tool_result" {
 					tr := &ToolResult{ToolUseID: blk.ToolUseID, IsError: blk.IsError}
-					if !skip(blk.ToolUseID) {
+					if !skip(blk.ToolUseID) || blk.IsError {
 						tr.Content = claudeToolResultText(blk.Content)
 					}
 					emit(Event{Kind: KindToolResult, ToolResult: tr})

@@ -1,5 +1,7 @@
 package runners
 
+import "github.com/infinite-improbability-drive/spawn/internal/proc"
+
 // Command is one agent process to start. The watcher starts it through
 // spawn's exec seam; runners never start processes.
 type Command struct {
@@ -8,6 +10,9 @@ type Command struct {
 	Env   []string // KEY=VALUE pairs added to (and overriding) the inherited environment
 	Dir   string   // working directory
 	Stdin string   // written to the process's stdin, then stdin is closed: the prompt
+	// Cage holds the agent's process tree to its limits; set by spawn's
+	// confinement, nil from the runners.
+	Cage *proc.Cage
 }
 
 // Turn is one invocation of an agent: a new session, or a resumed one.

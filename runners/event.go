@@ -1,4 +1,4 @@
-// Package runners knows the two agent CLIs spawn drives: how to build their
+// Package runners knows the agent CLIs spawn drives: how to build their
 // command lines and environments, and how to read their event streams into
 // spawn's own event model. It starts no process itself; the watcher does.
 package runners
@@ -60,8 +60,9 @@ type ToolResult struct {
 	IsError   bool
 	// Content is the result's text. Claude's parser leaves it empty for
 	// the result of a call its stream showed to be of a tool other than
-	// Bash: spawn reads a shell command's output (a test run's), never
-	// another tool's, and those results are most of a stream's bytes.
+	// Bash, unless the call failed: spawn reads a shell command's output
+	// (a test run's) and the reason a call failed (a sandbox's refusal),
+	// never another tool's output, which is most of a stream's bytes.
 	Content string
 	// ErrorType is gemini's error.type for a failed call: "policy_violation",
 	// "tool_not_registered", "invalid_tool_params"... Empty for claude.
@@ -106,7 +107,12 @@ type Result struct {
 	SessionID string
 	NumTurns  int
 	Usage     Usage
-	Denials   []Denial
+	// UsageCumulative says Usage counts the whole session so far, not this
+	// process's turn alone: codex reports its thread's running total, so a
+	// resumed turn's Usage includes every earlier turn's. False for claude
+	// and gemini.
+	UsageCumulative bool
+	Denials         []Denial
 	// APIErrorStatus is the HTTP status (100 to 599) of a failed model API
 	// call, 0 if none or unknown. For claude it is api_error_status, or when
 	// that is null the status its "API Error" text names (529 for "Repeated

@@ -549,14 +549,14 @@ type fastBlock struct {
 
 // events appends the events of a line of kind ("user" or "assistant") to
 // events, as Parse makes them from claudeLine, decoding the text of each
-// tool_result whose call skip does not name. handled is false when a
+// tool_result whose call skip does not name, or that failed. handled is false when a
 // text must go to the full decoder.
 func (m *fastMessage) events(kind string, events []Event, skip func(id string) bool) (_ []Event, handled bool) {
 	for i := range m.blocks {
 		b := &m.blocks[i]
 		switch {
 		case kind == "user" && b.typ == "tool_result":
-			if b.content != nil && !skip(b.result.ToolUseID) {
+			if b.content != nil && (!skip(b.result.ToolUseID) || b.result.IsError) {
 				sub := jsonScanner{b: b.content}
 				text, ok := sub.toolResultText()
 				if !ok || sub.i != len(sub.b) {

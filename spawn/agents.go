@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/team"
@@ -19,10 +20,15 @@ import (
 )
 
 // agentBinary finds an agent CLI in the PATH of env, or says how to get it.
+// Its folder is given without links (a sandbox shows the real one, not a
+// link to it: agents/node_modules may be one).
 func agentBinary(cli, command, npmPackage string, env []string) (string, error) {
 	bin, err := proc.LookPath(command, env)
 	if err != nil {
 		return "", errorf(KindMissingCLI, err, "%s", missingCLI(cli, command, npmPackage))
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(bin)); err == nil {
+		bin = filepath.Join(dir, filepath.Base(bin))
 	}
 	return bin, nil
 }
@@ -68,7 +74,8 @@ func (r *run) Code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
 	if err != nil {
 		return team.Reply{}, errorf(KindInternal, err, "cannot confine the coder: %v", err)
 	}
-	who.env = env
+	defer r.closeCage(coder)
+	who.env, policy.Watch = env, coder.watch
 	prompt := r.withMessages(t.Prompt, t.Round)
 	sess, err := r.guarded(ctx, who, func() (*watcher.Session, error) {
 		return r.supervise(ctx, coder, who, runners.Turn{Prompt: prompt, Dir: r.sb.Path, Resume: t.Resume}, policy)
@@ -81,6 +88,14 @@ func (r *run) Code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	return reply, errors.Join(err, r.commitLeftovers(saveCtx, t.Round), r.recordError())
+}
+
+// closeCage removes an agent's cage once its session ended; a cage that
+// cannot be removed is a warning (its cgroup is left behind, empty).
+func (r *run) closeCage(a *confined) {
+	if err := a.cage.Close(); err != nil {
+		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot remove an agent's cgroup: %v", err)})
+	}
 }
 
 // coderPolicy is the watcher's policy for the coder, from the configuration
@@ -130,11 +145,12 @@ func (r *run) Review(ctx context.Context, t team.ReviewerTurn) (team.Reply, erro
 	policy := watcher.Policy{IdleTimeout: cfg.Spawn.IdleTimeout, ToolTimeout: cfg.Spawn.ToolTimeout, TotalTimeout: cfg.Spawn.TotalTimeout, Grace: r.opts.Grace}
 	who := agent{llm: observability.LLMGemini, role: observability.RoleReviewer, round: t.Round, seat: t.Seat, cli: "gemini",
 		tools: offered(cfg.Runners.Gemini.AllowedTools, cfg.Runners.Gemini.ExcludedTools)}
-	reviewer, env, err := r.conf.reviewer(gemini, home)
+	reviewer, env, err := r.conf.reviewer(gemini, seatDir(t.Seat))
 	if err != nil {
 		return team.Reply{}, errorf(KindInternal, err, "cannot confine the reviewer: %v", err)
 	}
-	who.env = env
+	defer r.closeCage(reviewer)
+	who.env, policy.Watch = env, reviewer.watch
 	sess, err := r.guarded(ctx, who, func() (*watcher.Session, error) {
 		return r.supervise(ctx, reviewer, who, runners.Turn{Prompt: t.Prompt, Dir: r.sb.Path, Resume: t.Resume}, policy)
 	})
@@ -143,6 +159,14 @@ func (r *run) Review(ctx context.Context, t team.ReviewerTurn) (team.Reply, erro
 		err = r.classify(sess, who.cli)
 	}
 	return reply, errors.Join(err, r.recordError())
+}
+
+// seatDir names a reviewer seat's private directory.
+func seatDir(seat string) string {
+	if seat == "" {
+		return "reviewer"
+	}
+	return "reviewer-" + seat
 }
 
 // Head is the commit at the tip of the sandbox branch.
@@ -178,24 +202,23 @@ func (r *run) recordError() error {
 	return nil
 }
 
-// geminiHome returns the private GEMINI_CLI_HOME of one reviewer seat,
-// made once per seat and removed when the run finishes.
+// geminiHome returns the GEMINI_CLI_HOME of one reviewer seat: the home
+// of its private directory, prepared once with spawn's gemini settings.
 func (r *run) geminiHome(seat string) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if home, ok := r.homes[seat]; ok {
 		return home, nil
 	}
+	dir, err := r.conf.private(seatDir(seat))
+	if err != nil {
+		return "", errorf(KindInternal, err, "cannot prepare the reviewer's home: %v", err)
+	}
+	home := filepath.Join(dir, "home")
 	g := r.opts.Config.Runners.Gemini
-	home, err := runners.NewGeminiHome(r.opts.Env, runners.GeminiSettings{MaxRetries: g.MaxRetries, Tools: g.AllowedTools, ExcludedTools: g.ExcludedTools})
-	var se *runners.SettingsError
-	switch {
-	case errors.As(err, &se):
-		return "", errorf(KindConfig, err, "%v", err)
-	case err != nil:
+	if err := runners.NewGeminiHome(home, runners.GeminiSettings{MaxRetries: g.MaxRetries, Tools: g.AllowedTools, ExcludedTools: g.ExcludedTools}); err != nil {
 		return "", errorf(KindInternal, err, "cannot prepare gemini's home: %v", err)
 	}
-	r.cleanups = append(r.cleanups, func() error { return os.RemoveAll(home) })
 	if r.homes == nil {
 		r.homes = map[string]string{}
 	}
@@ -238,7 +261,9 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 		e.LLM, e.Role, e.Round, e.Seat = who.llm, who.role, who.round, who.seat
 		r.emit(e)
 	}
+	refusals := &blocked{r: r, who: who}
 	hooks := watcher.Hooks{
+		OnEvent:  refusals.event,
 		Env:      who.env,
 		Redactor: r.red,
 		Hurry:    r.opts.Hurry,
@@ -368,6 +393,8 @@ func (r *run) classify(sess *watcher.Session, cli string) error {
 		return errorf(limitKind(sess.Stopped), nil, "%s", limitStop(cli, sess.Stopped, r.opts.Config, sess.Turns, oneLine(out.Tool), r.spend.total()))
 	case watcher.StopCancelled:
 		return errorf(KindInterrupted, context.Canceled, "%s was stopped by an interrupt (Ctrl-C, a signal, or spawn stop)", cli)
+	case watcher.StopMaxProcesses, watcher.StopMaxMemory, watcher.StopMaxDisk:
+		return errorf(KindBudget, nil, "%s", sandboxLimitStop(cli, sess.Stopped, out.Limit))
 	}
 	res := out.Result
 	if res == nil {
@@ -397,6 +424,9 @@ func (r *run) classify(sess *watcher.Session, cli string) error {
 	}
 	status := res.APIErrorStatus
 	switch {
+	case strings.Contains(text, relay.BudgetSpent):
+		return errorf(KindBudget, nil, "%s was stopped by the run's cost budget (max_cost_usd = $%g for every agent together, counted at spawn's relay); raise max_cost_usd in [spawn] to go further; its work is committed on the sandbox branch",
+			cli, r.opts.Config.Spawn.MaxCostUSD)
 	case status == 401 || status == 403:
 		return errorf(KindAuth, nil, "the model API refused %s's credentials (HTTP %d: %s); set its API key or log in to it, then run again", cli, status, oneLine(text))
 	case status == 0 || unreachableRE.MatchString(text):

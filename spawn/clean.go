@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/infinite-improbability-drive/spawn/internal/git"
+	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
@@ -165,9 +165,13 @@ func (r *Repo) Clean(ctx context.Context, opts CleanOptions) (_ []Cleaned, err e
 	}
 	excludes := runBranchPatterns(entries)
 	explicit := len(opts.Refs) > 0
+	jail := &cleanJail{}
+	if jail.exe, err = os.Executable(); err != nil {
+		return nil, errorf(KindInternal, err, "cannot find spawn's own binary: %v", err)
+	}
 	var out []Cleaned
 	for _, e := range selected {
-		c := r.cleanOne(ctx, e, opts, w, excludes)
+		c := r.cleanOne(ctx, e, opts, w, excludes, jail)
 		if c.Action == CleanNothing && !explicit {
 			continue // --all and --older-than list what they do, not what is already clean
 		}
@@ -294,7 +298,7 @@ func canon(path string) string {
 
 // cleanOne cleans one run under its live lock (a dry run takes no lock
 // and reads the registry's view of it instead).
-func (r *Repo) cleanOne(ctx context.Context, e runs.Entry, opts CleanOptions, w worktrees, excludes []string) Cleaned {
+func (r *Repo) cleanOne(ctx context.Context, e runs.Entry, opts CleanOptions, w worktrees, excludes []string, jail *cleanJail) Cleaned {
 	c := Cleaned{ID: e.ID, Branches: []string{}, Unsaved: []Unsaved{}}
 	var run *runs.Run
 	if opts.DryRun {
@@ -343,7 +347,7 @@ func (r *Repo) cleanOne(ctx context.Context, e runs.Entry, opts CleanOptions, w 
 	for _, ref := range refs {
 		c.Branches = append(c.Branches, strings.TrimPrefix(ref, "refs/heads/"))
 	}
-	_, statErr := os.Stat(worktree)
+	_, statErr := os.Lstat(worktree)
 	hasTree := statErr == nil
 	if hasTree {
 		c.Worktree = worktree
@@ -358,15 +362,27 @@ func (r *Repo) cleanOne(ctx context.Context, e runs.Entry, opts CleanOptions, w 
 			return finishClean(c, CleanRefused, fmt.Sprintf("the branch %s is checked out in %s; switch that worktree to another branch first", strings.TrimPrefix(ref, "refs/heads/"), where), release())
 		}
 	}
-	if hasTree && !w.registered(worktree) && !opts.Force {
-		return finishClean(c, CleanRefused, fmt.Sprintf("%s is no longer a git worktree; look inside, then pass --force to delete it", worktree), release())
-	}
-	if hasTree && w.registered(worktree) {
-		st, err := (git.Repo{Dir: worktree, Env: r.env}).Changes(ctx)
-		if err != nil {
-			return finishClean(c, CleanFailed, fmt.Sprintf("cannot read the status of %s: %v", worktree, err), release())
+	var sb *sandbox.Sandbox
+	if hasTree {
+		// The worktree and its git store are the coder's: spawn's git
+		// helper reads them where the coder ran, never spawn as the user.
+		sb, err = sandbox.Open(ctx, r.Git, e.ID, branch, "", jail.exe)
+		var st sandbox.Status
+		if err == nil {
+			st, err = sb.Inspect(ctx, jail.of(ctx, r.env, sb))
 		}
-		c.Uncommitted = len(st.Paths)
+		switch {
+		case sb != nil && sb.Legacy && !opts.Force:
+			return finishClean(c, CleanRefused, fmt.Sprintf("%s was made by an older spawn, whose coder could write your repository's git state, and spawn no longer runs git in it; look inside, then pass --force to delete it", worktree), release())
+		case sb != nil && sb.Legacy:
+		case err != nil && !opts.Force:
+			return finishClean(c, CleanRefused, fmt.Sprintf("cannot read what %s holds (%v); look inside, then pass --force to delete it", worktree, err), release())
+		case err == nil:
+			c.Uncommitted = st.Uncommitted
+			if st.Unpublished {
+				c.Uncommitted++ // commits of the coder's that never reached the branch
+			}
+		}
 	}
 	for _, ref := range refs {
 		commits, err := r.unsaved(ctx, ref, excludes)
@@ -389,14 +405,12 @@ func (r *Repo) cleanOne(ctx context.Context, e runs.Entry, opts CleanOptions, w 
 	// directory last (it holds the lock).
 	var errs []error
 	if hasTree {
-		if w.registered(worktree) {
-			errs = append(errs, r.Git.RemoveWorktree(ctx, worktree))
-		} else {
-			errs = append(errs, os.RemoveAll(worktree))
+		errs = append(errs, os.RemoveAll(worktree))
+		if sb != nil && sb.Legacy {
+			if _, err := r.Git.Run(ctx, "worktree", "prune"); err != nil {
+				errs = append(errs, fmt.Errorf("prune worktrees: %w", err))
+			}
 		}
-	}
-	if _, err := r.Git.Run(ctx, "worktree", "prune"); err != nil {
-		errs = append(errs, fmt.Errorf("prune worktrees: %w", err))
 	}
 	if len(c.Branches) > 0 {
 		if _, err := r.Git.Run(ctx, append([]string{"branch", "--quiet", "-D", "--"}, c.Branches...)...); err != nil {
@@ -411,6 +425,21 @@ func (r *Repo) cleanOne(ctx context.Context, e runs.Entry, opts CleanOptions, w 
 		return finishClean(c, CleanRemoved, "", run.Remove())
 	}
 	return finishClean(c, CleanRemoved, "", release())
+}
+
+// cleanJail is the jail of the git helper that reads a run's worktree for
+// Clean: bubblewrap when it works here (probed once), else none.
+type cleanJail struct {
+	exe    string
+	probed bool
+	report isolation.Report
+}
+
+func (j *cleanJail) of(ctx context.Context, env []string, sb *sandbox.Sandbox) sandbox.Jail {
+	if !j.probed {
+		j.report, j.probed = isolation.Probe(ctx, env), true
+	}
+	return gitJail(j.report, env, sb)
 }
 
 // finishClean sets c's outcome; an error releasing (or removing) the run

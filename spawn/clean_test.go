@@ -13,6 +13,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
@@ -48,6 +49,7 @@ type testRun struct {
 	Worktree string
 	Dir      string // the run directory
 	sb       *sandbox.Sandbox
+	env      []string
 }
 
 // newTestRun creates a finished run from base ("" is HEAD), finished at
@@ -57,7 +59,9 @@ func newTestRun(t *testing.T, repo *Repo, id, base string, finished time.Time) *
 	ctx := context.Background()
 	plan, err := sandbox.Prepare(ctx, sandbox.Request{RepoDir: repo.Dir, Base: base, ID: id, Task: "a task", Env: repo.env})
 	require.NoError(t, err)
-	sb, err := plan.Create(ctx)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	sb, err := plan.Create(ctx, exe)
 	require.NoError(t, err)
 	run, err := repo.Registry.Create(id)
 	require.NoError(t, err)
@@ -66,7 +70,7 @@ func newTestRun(t *testing.T, repo *Repo, id, base string, finished time.Time) *
 	rec.Finish(observability.StatusSucceeded, 0, finished)
 	require.NoError(t, observability.WriteFile(run.RecordPath(), rec, nil))
 	require.NoError(t, run.Close())
-	return &testRun{ID: id, Branch: sb.Branch, Worktree: sb.Path, Dir: run.Dir, sb: sb}
+	return &testRun{ID: id, Branch: sb.Branch, Worktree: sb.Path, Dir: run.Dir, sb: sb, env: repo.env}
 }
 
 // commit writes name in the run's worktree and commits it; it returns the
@@ -74,10 +78,10 @@ func newTestRun(t *testing.T, repo *Repo, id, base string, finished time.Time) *
 func (r *testRun) commit(t *testing.T, name string) string {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(r.Worktree, name), []byte(name+"\n"), 0o644))
-	sha, err := r.sb.Commit(context.Background(), "add "+name)
+	saved, err := r.sb.Save(context.Background(), gitJail(isolation.Report{Mode: isolation.ModeNone}, r.env, r.sb), "add "+name)
 	require.NoError(t, err)
-	require.NotEmpty(t, sha)
-	return sha
+	require.NotEmpty(t, saved.Committed)
+	return saved.Committed
 }
 
 func branchExists(t *testing.T, repo *Repo, branch string) bool {
@@ -203,7 +207,9 @@ func TestCleanNeverTouchesALiveRun(t *testing.T) {
 	ctx := context.Background()
 	plan, err := sandbox.Prepare(ctx, sandbox.Request{RepoDir: repo.Dir, ID: "20250101-000000-live", Task: "live", Env: repo.env})
 	require.NoError(t, err)
-	sb, err := plan.Create(ctx)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	sb, err := plan.Create(ctx, exe)
 	require.NoError(t, err)
 	live, err := repo.Registry.Create("20250101-000000-live") // this process holds its lock
 	require.NoError(t, err)
@@ -262,10 +268,8 @@ func TestCleanDoesNotCountAnotherRunsBranchAsSafe(t *testing.T) {
 func TestCleanRefusesABranchCheckedOutElsewhere(t *testing.T) {
 	repo := cleanRepo(t)
 	run := newTestRun(t, repo, "20250101-000000-aaaa", "", time.Now())
-	// The user's work tree takes the branch (the sandbox must let go first).
-	_, err := repo.Git.Run(context.Background(), "worktree", "remove", "--force", run.Worktree)
-	require.NoError(t, err)
-	_, err = repo.Git.Run(context.Background(), "checkout", "--quiet", run.Branch)
+	// The user's work tree takes the branch.
+	_, err := repo.Git.Run(context.Background(), "checkout", "--quiet", run.Branch)
 	require.NoError(t, err)
 
 	got := cleanOK(t, repo, CleanOptions{Refs: []string{run.ID}, Force: true})

@@ -44,15 +44,19 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 	} else {
 		add("repository", true, "%s", repo.Dir)
 	}
-	cfg, path, err := config.Load(ctx, config.Source{File: configFile, RepoDir: repoDir, Env: env})
+	loaded, err := config.Load(ctx, config.Source{File: configFile, RepoDir: repoDir, Env: env})
+	cfg := loaded.Config
 	switch {
 	case err != nil:
 		add("config", false, "%v", err)
 		cfg = config.Default()
-	case path == "":
+	case len(loaded.Files) == 0:
 		add("config", true, "no spawn-team.toml: the built-in defaults apply")
 	default:
-		add("config", true, "%s", path)
+		add("config", true, "%s", strings.Join(loaded.Files, ", then "))
+	}
+	for _, n := range loaded.Notes {
+		add("config", true, "%s", n)
 	}
 	if v, err := toolVersion(ctx, "git", env); err != nil {
 		add("git", false, "git was not found or does not run (%v); install git", err)

@@ -97,10 +97,17 @@ type Event struct {
 	Security *observability.SecurityFinding `json:"security,omitempty"`
 }
 
-// GitHubStep is one thing spawn did on GitHub; one field is set.
+// GitHubStep is one thing spawn did on GitHub; one field is set, except
+// that a Reply comes with the Thread it is in.
 type GitHubStep struct {
 	// PRURL: the pull request was opened, or found open for the branch.
 	PRURL string `json:"pr_url,omitempty"`
+	// PullRequest: the pull request the run works on (with PRURL in github
+	// mode; alone for spawn pr, which takes up an open one).
+	PullRequest *observability.PullRequest `json:"pull_request,omitempty"`
+	// Thread: a review thread as spawn now leaves it (its state, its
+	// replies), or one it left alone.
+	Thread *observability.GitHubThread `json:"thread,omitempty"`
 	// Pushed: the branch was pushed; its tip is this commit.
 	Pushed string `json:"pushed,omitempty"`
 	// Review: a review was posted.

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/team"
 	"github.com/infinite-improbability-drive/spawn/team/github"
@@ -33,6 +36,11 @@ type hub struct {
 	reviewed string            // the commit the last finished round reviewed
 	threads  map[string]int64  // finding id -> the root comment of its thread
 	files    map[string]string // finding id -> the file its thread is on
+	raised   map[string]string // finding id -> the commit the round that opened its thread reviewed
+	// said is what the coder's last fix turn said about each finding.
+	said map[string]prompts.Attribution
+	// entries are the threads as the record has them, by first comment.
+	entries map[int64]*observability.GitHubThread
 	// narrate tells the run's user about a wait; nil until the run exists.
 	narrate func(string)
 	// pushTo is the remote branch the run's branch is pushed to: "" for
@@ -42,7 +50,16 @@ type hub struct {
 
 // push pushes the run's branch to the remote (to pushTo when set) with
 // the user's git credentials, and returns the commit pushed.
-func (h *hub) push(ctx context.Context, repo git.Repo, branch string) (string, error) {
+func (h *hub) push(ctx context.Context, repo git.Repo, branch, base string) (string, error) {
+	if !h.cfg.AllowCIChanges {
+		ci, err := ciChanges(ctx, repo, base, "refs/heads/"+branch)
+		if err != nil {
+			return "", fmt.Errorf("push %s: %w", branch, err)
+		}
+		if len(ci) > 0 {
+			return "", &CIChangeError{Branch: branch, Paths: ci}
+		}
+	}
 	if h.pushTo == "" {
 		return github.Push(ctx, repo, h.loc.Remote, branch)
 	}
@@ -55,6 +72,53 @@ func (h *hub) push(ctx context.Context, repo git.Repo, branch string) (string, e
 		return "", fmt.Errorf("push %s to %s on %s: %w", branch, h.pushTo, h.loc.Remote, err)
 	}
 	return sha, nil
+}
+
+// CIChangeError is a push spawn refused because the work changes CI
+// configuration: once pushed, a workflow runs with the repository's
+// secrets, whatever wrote it.
+type CIChangeError struct {
+	Branch string
+	Paths  []string
+}
+
+func (e *CIChangeError) Error() string {
+	return fmt.Sprintf("the work changes CI configuration (%s), which runs with the repository's secrets once pushed, so spawn did not push %s; review it on the branch, or set [github] allow_ci_changes = true in your own spawn-team.toml",
+		strings.Join(e.Paths, ", "), e.Branch)
+}
+
+// ciPaths match the files of CI systems, whose changes run when pushed.
+var ciPaths = regexp.MustCompile(`^(\.github/(workflows|actions)/|\.gitlab-ci\.yml$|\.gitlab/|\.circleci/|\.buildkite/|\.travis\.yml$|\.drone\.yml$|\.woodpecker(\.yml$|/)|azure-pipelines\.yml$|bitbucket-pipelines\.yml$|Jenkinsfile$|\.jenkins/|\.tekton/|cloudbuild\.ya?ml$|\.github/dependabot\.yml$)`)
+
+// ciChanges lists the CI configuration files that from..to changes.
+func ciChanges(ctx context.Context, repo git.Repo, from, to string) ([]string, error) {
+	out, err := repo.Run(ctx, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z", from, to, "--")
+	if err != nil {
+		return nil, fmt.Errorf("list the changed files: %w", err)
+	}
+	var ci []string
+	for _, p := range strings.Split(out, "\x00") {
+		if p != "" && ciPaths.MatchString(p) {
+			ci = append(ci, p)
+		}
+	}
+	return ci, nil
+}
+
+// asData makes words an agent chose (the coder's, a reviewer's: a
+// prompt-injected agent may have written them) safe to post on GitHub:
+// no @mention pings anyone (a zero-width space follows each @), and no line
+// starts a slash-command (a zero-width space leads a line that starts
+// with /).
+func asData(s string) string {
+	s = strings.ReplaceAll(s, "@", "@\u200b")
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimLeft(l, " \t>"), "/") {
+			lines[i] = "\u200b" + l
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // say narrates text when the run is there to tell.
@@ -72,7 +136,8 @@ func (h *hub) say(text string) {
 // created; a problem is a repo *Error (exit 2) saying what to do. The
 // waits for GitHub's rate limits are narrated once the run exists.
 func openHub(ctx context.Context, cfg config.Config, repoDir, base string, env []string) (*hub, error) {
-	h := &hub{cfg: cfg.GitHub, threads: map[string]int64{}, files: map[string]string{}}
+	h := &hub{cfg: cfg.GitHub, threads: map[string]int64{}, files: map[string]string{}, raised: map[string]string{},
+		said: map[string]prompts.Attribution{}, entries: map[int64]*observability.GitHubThread{}}
 	loc, err := github.Locate(ctx, github.LocateOptions{Dir: repoDir, Remote: cfg.GitHub.Remote, Env: env})
 	if err != nil {
 		return nil, githubPreflightError(err)
@@ -124,13 +189,16 @@ func githubError(err error, doing string) error {
 
 var _ team.Forge = (*run)(nil)
 
-// AfterCode pushes the branch after a coder turn, opens the pull request
-// after the first, and after a fix turn replies in the thread of each
-// finding the coder answered: the commits that changed its file and the
-// coder's one line, or why it declined (the thread stays open).
-func (r *run) AfterCode(ctx context.Context, round int, replies []observability.CoderReply) error {
+// AfterCode pushes the branch after a coder turn and opens the pull
+// request after the first. After a fix turn it keeps what the coder said
+// about each finding with a thread (said: the reply contract, else its
+// prose), for the reply that names the fix once a review round confirms
+// it (AfterReview), and answers each finding the coder declined
+// ("Declined: <reason>"; the thread stays open). No thread is said fixed
+// here: a fix is named only once it is verified.
+func (r *run) AfterCode(ctx context.Context, round int, said []prompts.Attribution) error {
 	h := r.gh
-	sha, err := h.push(ctx, r.sb.Repo, r.sb.Branch)
+	sha, err := h.push(ctx, r.sb.Repo, r.sb.Branch, r.sb.Base)
 	if err != nil {
 		return githubError(err, "pushed "+r.sb.Branch)
 	}
@@ -148,57 +216,128 @@ func (r *run) AfterCode(ctx context.Context, round int, replies []observability.
 		h.mu.Lock()
 		h.pr, h.opened = pr, true
 		h.mu.Unlock()
-		r.emit(Event{Kind: EventGitHub, Round: round, GitHub: &GitHubStep{PRURL: pr.URL}})
+		r.emit(Event{Kind: EventGitHub, Round: round, GitHub: &GitHubStep{PRURL: pr.URL, PullRequest: pullRequestOf(pr, sha)}})
 	}
-	for _, rep := range replies {
+	if round > 1 {
 		h.mu.Lock()
-		root, ok := h.threads[rep.FindingID]
-		file := h.files[rep.FindingID]
-		from := h.reviewed
+		h.said = map[string]prompts.Attribution{}
+		for _, a := range said {
+			h.said[a.FindingID] = a
+		}
 		h.mu.Unlock()
-		if !ok {
-			continue // a finding in the review's body: no thread to answer
+	}
+	for _, a := range said {
+		h.mu.Lock()
+		root, ok := h.threads[a.FindingID]
+		h.mu.Unlock()
+		if !ok || a.Action != observability.CoderDeclined {
+			continue // a finding in a review's body has no thread; a fix is named once verified
 		}
-		var body string
-		switch rep.Action {
-		case observability.CoderFixed:
-			commits, err := r.commitsTouching(ctx, from, sha, file)
-			if err != nil {
-				return err
-			}
-			body = fmt.Sprintf("Fixed in %s: %s", commits, rep.Reason)
-		default:
-			body = fmt.Sprintf("Declined: %s", rep.Reason)
+		m := github.Marker{Run: r.rec.ID, Round: round, Seat: string(observability.ReplyDeclined), Finding: a.FindingID}
+		if err := r.replyInThread(ctx, h.client, root, m, threadReply{kind: observability.ReplyDeclined, round: round,
+			body: "Declined: " + a.Words, state: observability.ThreadDeclined}); err != nil {
+			return err
 		}
-		marker := github.Marker{Run: r.rec.ID, Round: round, Finding: rep.FindingID}
-		if _, _, err := h.client.Reply(ctx, h.prNumber(), root, marker, r.red.String(body)); err != nil {
-			return githubError(err, "replied to a review thread")
-		}
-		r.emit(Event{Kind: EventGitHub, Round: round, GitHub: &GitHubStep{Reply: fmt.Sprintf("%s: %s", rep.FindingID, firstLine(body))}})
 	}
 	return r.setSummary(ctx, fmt.Sprintf("round %d's work is pushed; the review comes next", round))
 }
 
-// commitsTouching names the commits from..to that changed file (all of
-// them when file is ""), short and comma-separated; "the last commit"
-// when there are none to name.
-func (r *run) commitsTouching(ctx context.Context, from, to, file string) (string, error) {
-	args := []string{"log", "--format=%h", from + ".." + to}
+// pullRequestOf is pr as the record keeps it; sha is its head when the
+// run took it up.
+func pullRequestOf(pr github.PullRequest, sha string) *observability.PullRequest {
+	return &observability.PullRequest{Number: pr.Number, URL: pr.URL, Head: pr.HeadRef, Base: pr.BaseRef, HeadSHA: sha, Author: pr.Author}
+}
+
+// threadReply is one reply spawn posts in a thread, and what it makes of the
+// thread.
+type threadReply struct {
+	kind    observability.ReplyKind
+	round   int
+	commits []string // full ids; the body names them short
+	body    string
+	state   observability.ThreadState
+}
+
+// replyInThread posts rep in the thread whose first comment is root (as
+// client, with marker m), records it in the thread's entry with the
+// thread's new state, and reports both. The reply exists before the
+// thread's state says anything: a thread is never resolved without it.
+func (r *run) replyInThread(ctx context.Context, client *github.Client, root int64, m github.Marker, rep threadReply) error {
+	h := r.gh
+	body := r.red.String(rep.body)
+	posted, _, err := client.Reply(ctx, h.prNumber(), root, m, body)
+	if err != nil {
+		return githubError(err, "replied to a review thread")
+	}
+	t := h.update(root, func(t *observability.GitHubThread) {
+		t.Replies = append(t.Replies, observability.ThreadReply{CommentID: posted.ID, Kind: rep.kind, Round: rep.round,
+			Commits: rep.commits, Body: body})
+		t.State = rep.state
+	})
+	where := t.Path
+	if t.Line > 0 {
+		where += fmt.Sprintf(":%d", t.Line)
+	}
+	r.emit(Event{Kind: EventGitHub, Round: rep.round, GitHub: &GitHubStep{Thread: &t, Reply: fmt.Sprintf("%s: %s", where, firstLine(body))}})
+	return nil
+}
+
+// update applies change to the record's entry of the thread whose first
+// comment is root (made when missing) and returns a copy of it.
+func (h *hub) update(root int64, change func(*observability.GitHubThread)) observability.GitHubThread {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t, ok := h.entries[root]
+	if !ok {
+		t = &observability.GitHubThread{CommentID: root, State: observability.ThreadOpen}
+		h.entries[root] = t
+	}
+	change(t)
+	c := *t
+	c.Replies = make([]observability.ThreadReply, len(t.Replies))
+	for i, rep := range t.Replies {
+		rep.Commits = append([]string{}, rep.Commits...)
+		c.Replies[i] = rep
+	}
+	return c
+}
+
+// fixCommits names the commits from..to that changed file (all of them
+// when file is ""), newest first, as full ids; the head to when none did.
+func (r *run) fixCommits(ctx context.Context, from, to, file string) ([]string, error) {
+	if from == "" || from == to {
+		return []string{to}, nil
+	}
+	args := []string{"log", "--format=%H", from + ".." + to}
 	if file != "" {
 		args = append(args, "--", file)
 	}
-	if from == "" {
-		args[2] = to
-	}
-	out, err := r.sb.Tree.Run(ctx, args...)
+	out, err := r.sb.Repo.Run(ctx, args...)
 	if err != nil {
-		return "", r.sandboxError(err, "cannot list the fix commits")
+		return nil, r.sandboxError(err, "cannot list the fix commits")
 	}
-	shas := strings.Fields(out)
-	if len(shas) == 0 {
-		return shortSHA(to), nil
+	if shas := strings.Fields(out); len(shas) > 0 {
+		return shas, nil
 	}
-	return strings.Join(shas, ", "), nil
+	return []string{to}, nil
+}
+
+// shortList is commits, short and comma-separated.
+func shortList(commits []string) string {
+	short := make([]string, len(commits))
+	for i, c := range commits {
+		short[i] = shortSHA(c)
+	}
+	return strings.Join(short, ", ")
+}
+
+// coderWords is the part of a reply that quotes the coder on a finding:
+// its words when they could be attributed, else that it did not name it.
+func coderWords(a prompts.Attribution, ok bool) string {
+	if !ok || a.Words == "" {
+		return "The coder's final message does not name this thread."
+	}
+	return "The coder: " + asData(a.Words)
 }
 
 // BeforeReview marks the head under review pending.
@@ -211,9 +350,10 @@ func (r *run) BeforeReview(ctx context.Context, round int, head string) error {
 
 // AfterReview posts the round's reviews, one per seat: new findings inline
 // where the diff holds their line, the others in the body, the verdict in
-// the body (and as the review's event with a reviewer identity). A
-// finding the round confirmed resolved has its thread resolved; one it
-// raised again gets a reply with the reviewer's new detail.
+// the body (and as the review's event with a reviewer identity). Each
+// thread of a finding the round confirmed gets a reply naming its fix
+// (the commits and this round, and the coder's words) and then is
+// resolved; each thread still open gets a reply saying so.
 func (r *run) AfterReview(ctx context.Context, round team.Round) error {
 	h := r.gh
 	files, err := h.client.Files(ctx, h.prNumber())
@@ -232,15 +372,47 @@ func (r *run) AfterReview(ctx context.Context, round team.Round) error {
 	head := h.head
 	h.mu.Unlock()
 	approved := true
+	var posted []postedReview
 	for _, fb := range round.Feedback {
 		if fb.Verdict != observability.ReviewApprove {
 			approved = false
 		}
-		if err := r.postReview(ctx, round.Number, fb, state, diff, head); err != nil {
+		p, err := r.postReview(ctx, round.Number, fb, state, diff, head)
+		if err != nil {
 			return err
 		}
+		posted = append(posted, p)
 	}
-	if err := r.resolveConfirmed(ctx, round, head); err != nil {
+	threads, err := r.readThreads(ctx)
+	if err != nil {
+		return err
+	}
+	repeated := map[string]bool{}
+	for _, p := range posted {
+		for i, c := range p.rec.Comments {
+			if th, ok := github.ThreadOf(threads, c.ID); ok {
+				p.rec.Comments[i].ThreadID = th.ID
+			}
+		}
+		rec := p.rec
+		r.emit(Event{Kind: EventGitHub, Round: round.Number, GitHub: &GitHubStep{Review: &rec}})
+		for _, c := range rec.Comments {
+			t := h.update(c.ID, func(t *observability.GitHubThread) {
+				t.ID, t.Author, t.Path, t.Line, t.FindingID = c.ThreadID, p.author, c.Path, c.Line, c.FindingID
+			})
+			r.emit(Event{Kind: EventGitHub, Round: round.Number, GitHub: &GitHubStep{Thread: &t}})
+		}
+		for _, f := range p.again {
+			repeated[f.ID] = true
+			if err := r.stillOpen(ctx, p.client, round.Number, p.seat, f, head); err != nil {
+				return err
+			}
+		}
+	}
+	if err := r.resolveConfirmed(ctx, round, head, threads); err != nil {
+		return err
+	}
+	if err := r.unconfirmed(ctx, round, head, repeated); err != nil {
 		return err
 	}
 	h.mu.Lock()
@@ -256,8 +428,37 @@ func (r *run) AfterReview(ctx context.Context, round team.Round) error {
 	return r.setSummary(ctx, fmt.Sprintf("review round %d: %s", round.Number, strings.ReplaceAll(desc[strings.Index(desc, ": ")+2:], "_", " ")))
 }
 
-// postReview posts one seat's review of round.
-func (r *run) postReview(ctx context.Context, round int, fb observability.ReviewFeedback, state map[string]observability.Finding, diff github.Diff, head string) error {
+// readThreads reads the pull request's review threads, and gives each
+// thread spawn knows its GitHub id; nil when spawn has opened none.
+func (r *run) readThreads(ctx context.Context) ([]github.Thread, error) {
+	h := r.gh
+	h.mu.Lock()
+	n := len(h.threads)
+	h.mu.Unlock()
+	if n == 0 {
+		return nil, nil
+	}
+	threads, err := h.client.Threads(ctx, h.prNumber())
+	if err != nil {
+		return nil, githubError(err, "read the review threads")
+	}
+	return threads, nil
+}
+
+// postedReview is one seat's review as posted: the record's entry (its
+// comments' thread ids not yet read), who posted it, and the findings it
+// raised again, whose threads are answered.
+type postedReview struct {
+	rec    observability.GitHubReview
+	client *github.Client
+	author string
+	seat   string
+	again  []observability.Finding
+}
+
+// postReview posts one seat's review of round: the findings without a
+// thread, inline where the diff holds their line.
+func (r *run) postReview(ctx context.Context, round int, fb observability.ReviewFeedback, state map[string]observability.Finding, diff github.Diff, head string) (postedReview, error) {
 	h := r.gh
 	var fresh []github.Finding
 	var again []observability.Finding
@@ -288,9 +489,9 @@ func (r *run) postReview(ctx context.Context, round int, fb observability.Review
 		}
 	}
 	event := github.EventComment
-	client := h.client
+	client, author := h.client, h.access.Login
 	if h.reviewer != nil {
-		client = h.reviewer
+		client, author = h.reviewer, h.access.ReviewerLogin
 		event = github.EventRequestChanges
 		if fb.Verdict == observability.ReviewApprove {
 			event = github.EventApprove
@@ -299,27 +500,56 @@ func (r *run) postReview(ctx context.Context, round int, fb observability.Review
 	marker := github.Marker{Run: r.rec.ID, Round: round, Seat: fb.Domain}
 	rev, err := client.SubmitReview(ctx, h.prNumber(), github.ReviewRequest{Marker: marker, Event: event, Body: body.String(), CommitID: head, Comments: placed.Inline})
 	if err != nil {
-		return githubError(err, "posted the review of round "+fmt.Sprint(round))
+		return postedReview{}, githubError(err, "posted the review of round "+fmt.Sprint(round))
 	}
 	rec := observability.GitHubReview{ID: rev.ID, Iteration: round, Seat: fb.Domain, State: rev.State, Body: rev.Body, Commit: head, URL: rev.URL}
 	h.mu.Lock()
 	for _, c := range rev.Comments {
 		h.threads[c.FindingID] = c.ID
 		h.files[c.FindingID] = c.Path
+		h.raised[c.FindingID] = head
 		rec.Comments = append(rec.Comments, observability.GitHubComment{ID: c.ID, FindingID: c.FindingID, Path: c.Path, Line: c.Line})
 	}
 	h.mu.Unlock()
-	r.emit(Event{Kind: EventGitHub, Round: round, GitHub: &GitHubStep{Review: &rec}})
-	for _, f := range again {
+	return postedReview{rec: rec, client: client, author: author, seat: fb.Domain, again: again}, nil
+}
+
+// stillOpen answers the thread of finding f, which review round raised
+// again: what the reviewer says is still open, at which commit.
+func (r *run) stillOpen(ctx context.Context, client *github.Client, round int, seat string, f observability.Finding, head string) error {
+	h := r.gh
+	h.mu.Lock()
+	root := h.threads[f.ID]
+	h.mu.Unlock()
+	m := github.Marker{Run: r.rec.ID, Round: round, Seat: seat, Finding: f.ID}
+	text := fmt.Sprintf("Still open after review round %d (at %s): %s", round, shortSHA(head), f.Detail)
+	return r.replyInThread(ctx, client, root, m, threadReply{kind: observability.ReplyStillOpen, round: round, body: text, state: observability.ThreadOpen})
+}
+
+// unconfirmed answers the threads of the findings a fix turn addressed
+// that review round neither confirmed nor raised again (repeated): they
+// stay open, and the thread says the round did not confirm the fix (or
+// did not accept the coder's reason for declining).
+func (r *run) unconfirmed(ctx context.Context, round team.Round, head string, repeated map[string]bool) error {
+	h := r.gh
+	for _, f := range round.Findings {
 		h.mu.Lock()
-		root := h.threads[f.ID]
+		root, ok := h.threads[f.ID]
+		raised := h.raised[f.ID]
+		a, said := h.said[f.ID]
 		h.mu.Unlock()
-		m := github.Marker{Run: r.rec.ID, Round: round, Seat: fb.Domain, Finding: f.ID}
-		text := fmt.Sprintf("Still open after round %d: %s", round, r.red.String(f.Detail))
-		if _, _, err := client.Reply(ctx, h.prNumber(), root, m, text); err != nil {
-			return githubError(err, "replied to a review thread")
+		if !ok || f.Status != observability.FindingOpen || repeated[f.ID] || raised == head {
+			continue
 		}
-		r.emit(Event{Kind: EventGitHub, Round: round, GitHub: &GitHubStep{Reply: f.ID + ": still open"}})
+		what := "did not confirm the fix"
+		if said && a.Action == observability.CoderDeclined {
+			what = "did not accept the coder's reason for declining it"
+		}
+		m := github.Marker{Run: r.rec.ID, Round: round.Number, Seat: "unconfirmed", Finding: f.ID}
+		text := fmt.Sprintf("Still open after review round %d (at %s): the review %s.", round.Number, shortSHA(head), what)
+		if err := r.replyInThread(ctx, h.client, root, m, threadReply{kind: observability.ReplyStillOpen, round: round.Number, body: text, state: observability.ThreadOpen}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -327,35 +557,39 @@ func (r *run) postReview(ctx context.Context, round int, fb observability.Review
 // findingComment is a finding as a review comment.
 func findingComment(f observability.Finding) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** (%s, %s): %s", f.Title, f.Severity, f.Domain, f.Detail)
+	fmt.Fprintf(&b, "**%s** (%s, %s): %s", asData(f.Title), f.Severity, f.Domain, asData(f.Detail))
 	if f.File != "" && f.Line > 0 {
 		fmt.Fprintf(&b, " (%s:%d)", f.File, f.Line)
 	}
 	if f.Suggestion != "" {
-		fmt.Fprintf(&b, "\n\nSuggestion: %s", f.Suggestion)
+		fmt.Fprintf(&b, "\n\nSuggestion: %s", asData(f.Suggestion))
 	}
 	return b.String()
 }
 
-// resolveConfirmed resolves the threads of the findings round confirmed
+// resolveConfirmed settles the threads of the findings round confirmed
+// resolved. Each first gets its reply: "Fixed in <the commits since its
+// thread was opened that changed its file, else the head>, verified by
+// review round N" with the coder's words for it, or, for a finding the
+// coder declined, that the round accepted the reason. Only then is it
 // resolved. A token that may not resolve threads (Actions' GITHUB_TOKEN)
-// gets a reply saying so instead, and the record notes it: not a failure.
-func (r *run) resolveConfirmed(ctx context.Context, round team.Round, head string) error {
+// gets one more reply asking a person to, and the record notes it: not a
+// failure.
+func (r *run) resolveConfirmed(ctx context.Context, round team.Round, head string, threads []github.Thread) error {
 	h := r.gh
 	var ids []string
 	for _, fb := range round.Feedback {
-		ids = append(append(ids, fb.Resolved...), fb.ResolvedByApproval...)
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	threads, err := h.client.Threads(ctx, h.prNumber())
-	if err != nil {
-		return githubError(err, "read the review threads")
+		for _, id := range append(slices.Clone(fb.Resolved), fb.ResolvedByApproval...) {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
 	}
 	for _, id := range ids {
 		h.mu.Lock()
 		root, ok := h.threads[id]
+		file, from := h.files[id], h.raised[id]
+		a, said := h.said[id]
 		h.mu.Unlock()
 		if !ok {
 			continue
@@ -364,21 +598,44 @@ func (r *run) resolveConfirmed(ctx context.Context, round team.Round, head strin
 		if !ok || th.Resolved {
 			continue
 		}
+		rep := threadReply{kind: observability.ReplyFixed, round: round.Number, state: observability.ThreadFixed}
+		if said && a.Action == observability.CoderDeclined {
+			rep.kind = observability.ReplyAccepted
+			rep.body = fmt.Sprintf("Review round %d (at %s) accepted the coder's reason for declining it: %s", round.Number, shortSHA(head), a.Words)
+		} else {
+			commits, err := r.fixCommits(ctx, from, head, file)
+			if err != nil {
+				return err
+			}
+			rep.commits = commits
+			rep.body = fmt.Sprintf("Fixed in %s: verified by review round %d (at %s).\n\n%s", shortList(commits), round.Number, shortSHA(head), coderWords(a, said))
+		}
+		m := github.Marker{Run: r.rec.ID, Round: round.Number, Seat: string(rep.kind), Finding: id}
+		if err := r.replyInThread(ctx, h.client, root, m, rep); err != nil {
+			return err
+		}
 		done := observability.ResolvedComment{CommentID: root, ThreadID: th.ID, FindingID: id, Commit: head,
 			Explanation: fmt.Sprintf("review round %d confirmed it fixed at %s", round.Number, shortSHA(head)),
 			ResolvedBy:  observability.ResolvedByVerification, Resolved: true}
+		if rep.kind == observability.ReplyAccepted {
+			done.Explanation = fmt.Sprintf("review round %d accepted the coder's reason for declining it", round.Number)
+		}
 		err := h.client.Resolve(ctx, th.ID)
 		switch {
 		case errors.Is(err, github.ErrCannotResolve):
 			done.Resolved = false
 			done.Explanation += "; this token cannot resolve review threads, so the thread is left for a person to resolve"
 			m := github.Marker{Run: r.rec.ID, Round: round.Number, Seat: "verified", Finding: id}
-			if _, _, err := h.client.Reply(ctx, h.prNumber(), root, m, "Verified fixed by review round "+fmt.Sprint(round.Number)+"; spawn's token cannot resolve threads: please resolve this one."); err != nil {
-				return githubError(err, "replied to a review thread")
+			if err := r.replyInThread(ctx, h.client, root, m, threadReply{kind: observability.ReplyCannotResolve, round: round.Number, state: rep.state,
+				body: "spawn's token cannot resolve review threads: please resolve this one."}); err != nil {
+				return err
 			}
 			r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("the GitHub token cannot resolve review threads; spawn replied in the thread of finding %s instead", id)})
 		case err != nil:
 			return githubError(err, "resolved a review thread")
+		default:
+			t := h.update(root, func(t *observability.GitHubThread) { t.State = observability.ThreadResolved })
+			r.emit(Event{Kind: EventGitHub, Round: round.Number, GitHub: &GitHubStep{Thread: &t}})
 		}
 		r.emit(Event{Kind: EventGitHub, Round: round.Number, GitHub: &GitHubStep{Resolved: &done}})
 	}

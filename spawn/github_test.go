@@ -313,18 +313,21 @@ func TestSpawnPRFixesATrustedReviewAndLeavesTheRestAlone(t *testing.T) {
 		{Tools: []modelserver.ToolCall{{ID: "r1", Name: "Read", Input: map[string]any{"file_path": "{{workdir}}/calc.go"}}}},
 		{Tools: []modelserver.ToolCall{{ID: "e1", Name: "Edit", Input: map[string]any{"file_path": "{{workdir}}/calc.go", "old_string": "t := 1", "new_string": "t := 0"}}}},
 		{Text: id + ": fixed - Total starts from zero now"},
-	}}}}
+	}}}, Gemini: []modelserver.Script{check(1, answer("approve", []string{id}))}}
 	srv, err := modelserver.Start(sc)
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		srv.Close()
 		assert.NoError(t, srv.Verify(), "every scripted turn was served")
 	})
+	genv, err := srv.GeminiEnv(t.TempDir())
+	require.NoError(t, err)
 	cfg := config.Default()
 	cfg.Runners.Claude.Command, cfg.Runners.Claude.MaxRetries = testenv.Claude(t), 0
+	cfg.Runners.Gemini.Command, cfg.Runners.Gemini.MaxRetries = testenv.Gemini(t), 0
 	cfg.Spawn.IdleTimeout, cfg.Spawn.TotalTimeout = time.Minute, 3*time.Minute
 	cfg.GitHub.MinWriteInterval = 0
-	env := append(testenv.Env(t, srv.ClaudeEnv()...), "GITHUB_REPOSITORY="+ghOwner+"/"+ghRepo, "GITHUB_API_URL="+gh.URL(), "GITHUB_TOKEN="+ghToken)
+	env := append(append(testenv.Env(t, srv.ClaudeEnv()...), genv...), "GITHUB_REPOSITORY="+ghOwner+"/"+ghRepo, "GITHUB_API_URL="+gh.URL(), "GITHUB_TOKEN="+ghToken)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	rec, err := FixPR(ctx, PROptions{Ref: fmt.Sprint(pr), Options: Options{Config: cfg, RepoDir: repo, Env: env}}, nil)

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,9 +27,9 @@ import (
 // turn, and as the coder works, the messages delivered are recorded
 // (EventMessage).
 
-// hookSettings is the file name of the coder's hook settings in its
-// private directory.
-const hookSettings = "spawn-hooks.json"
+// hookSettings is the file name of the coder's hook settings in spawn's
+// control directory, which the coder's sandbox shows read-only.
+const hookSettings = "coder-hooks.json"
 
 // coderHooks prepares the hooks of the coder's turn in round: the run's
 // inbox, and the settings file that has claude call this binary with it.
@@ -50,52 +48,36 @@ func (r *run) coderHooks(claude *runners.Claude, round int) coderBinds {
 }
 
 func (r *run) prepareHooks(round int) (coderBinds, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return coderBinds{}, fmt.Errorf("cannot find spawn's own binary: %w", err)
-	}
 	inbox := r.dir.Inbox()
 	if err := inbox.Prepare(); err != nil {
 		return coderBinds{}, err
 	}
-	settings, err := runners.ClaudeHookSettings(exe, inbox.Dir(), strconv.Itoa(round))
+	settings, err := runners.ClaudeHookSettings(r.conf.exe, inbox.Dir(), strconv.Itoa(round))
 	if err != nil {
 		return coderBinds{}, err
 	}
-	dir, err := r.conf.private("coder")
+	path, err := r.conf.writeControl(hookSettings, settings)
 	if err != nil {
-		return coderBinds{}, err
-	}
-	path := filepath.Join(dir, hookSettings)
-	if err := os.WriteFile(path, settings, 0o600); err != nil {
 		return coderBinds{}, fmt.Errorf("cannot write claude's hook settings: %w", err)
 	}
-	return coderBinds{settings: path, exe: exe, inbox: inbox.Dir()}, nil
+	return coderBinds{settings: path, pending: inbox.PendingDir(), delivered: inbox.DeliveredDir()}, nil
 }
 
-// coderBinds are the paths the coder's hooks need inside its sandbox: this
-// binary, shown read-only (the user's HOME, where it may be installed, is
-// hidden), and the run's inbox, writable. The zero value needs none.
+// coderBinds are the paths the coder's hooks need inside its sandbox: the
+// settings file and the inbox's messages, read-only, and its deliveries,
+// writable. The zero value needs none.
 type coderBinds struct {
-	settings string // claude's --settings file
-	exe      string
-	inbox    string
+	settings  string // claude's --settings file
+	pending   string
+	delivered string
 }
 
 // readOnly is what the sandbox shows read-only for the hooks.
 func (b coderBinds) readOnly() []string {
-	if b.exe == "" {
+	if b.settings == "" {
 		return nil
 	}
-	return []string{b.exe}
-}
-
-// writable is what the sandbox lets the hooks write.
-func (b coderBinds) writable() []string {
-	if b.inbox == "" {
-		return nil
-	}
-	return []string{b.inbox}
+	return []string{b.settings, b.pending}
 }
 
 // withMessages puts the messages waiting in the inbox (sent while no

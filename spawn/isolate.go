@@ -2,12 +2,15 @@ package spawn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
@@ -27,25 +30,28 @@ const (
 	geminiAPI    = "https://generativelanguage.googleapis.com"
 )
 
+// The relay's routes: each a provider's API, opened to a seat by the key
+// the relay grants it for that route alone.
+const (
+	routeAnthropic = "anthropic"
+	routeGemini    = "gemini"
+)
+
 // confinement is how a run's agents are confined: the isolation the run
-// got, the model relay that holds the real API keys, the agents' private
-// directories and, without bubblewrap, the guard that catches changes to
-// the user's repository.
+// got, the model relay that holds the real credentials, the agents'
+// private directories, spawn's own files they read, and, without
+// bubblewrap, the guard that catches changes to the user's repository.
 type confinement struct {
-	report   isolation.Report
-	network  isolation.Network
-	relay    *relay.Relay
-	apiEnv   []string // the agents' API bases and throwaway keys
-	root     string   // the agents' private directories, removed by finish
-	userEnv  []string // spawn's own environment
-	common   string   // the repository's .git
-	admin    string   // the worktree's admin directory, .git/worktrees/<id>
-	own      string   // the run's ref namespace (refs/heads/spawn/<id>/), or its one branch ref
-	branch   string   // the run's branch ref
-	repoTop  string   // the user's work tree
-	worktree string   // the sandbox's worktree
-	sockDir  string   // model-only: the directory of the relay's unix socket
-	exe      string   // model-only: this binary, run as the sandbox's bridge
+	report  isolation.Report
+	network isolation.Network
+	relay   *relay.Relay
+	root    string // the agents' private directories, one per agent, removed by finish
+	control string // spawn's files the agents read and never write (hook settings): root/control
+	userEnv []string
+	sb      *sandbox.Sandbox
+	inbox   *runs.Inbox
+	exe     string // this binary: the hooks, the model bridge and the git helper run it
+	sockDir string // model-only: the directory of the relay's unix socket
 	// guard checks the user's repository around each agent turn when no
 	// sandbox keeps it read-only; nil under bubblewrap.
 	guard *isolation.Guard
@@ -54,49 +60,62 @@ type confinement struct {
 	// into this confinement's private config directory.
 	sessions string
 	restored bool
+
+	limits isolation.Limits // each agent's process tree's
+	cache  string           // the coder's toolchain caches (isolation.CacheDir); "" for a private one
+	mu     sync.Mutex
+	keys   map[string]string // seat -> its relay key
+	cages  int               // cages made, naming them
 }
 
-// confine sets up a run's confinement once its sandbox exists: the relay,
-// the agents' private root and the guard. The caller closes it.
-func confine(ctx context.Context, opts Options, report isolation.Report, sb *sandbox.Sandbox, dir runs.Paths) (c *confinement, err error) {
+// confine sets up a run's confinement once its sandbox exists: the relay
+// (spent is told what every answer it forwards used, and allow refuses a
+// request once the budget is spent), the agents' private root and the
+// guard. The caller closes it.
+func confine(ctx context.Context, opts Options, report isolation.Report, sb *sandbox.Sandbox, dir runs.Paths, spent func(relay.Usage), allow func() error) (c *confinement, err error) {
 	id := dir.ID
-	c = &confinement{report: report, network: opts.Config.Sandbox.Network, userEnv: opts.Env, repoTop: sb.Repo.Dir,
-		worktree: sb.Path, branch: "refs/heads/" + sb.Branch, sessions: filepath.Join(dir.Dir, sessionsName)}
+	c = &confinement{report: report, network: opts.Config.Sandbox.Network.Effective(report.Mode), userEnv: opts.Env, sb: sb, exe: sb.Exe,
+		inbox: dir.Inbox(), sessions: filepath.Join(dir.Dir, sessionsName), keys: map[string]string{}, limits: opts.Config.Sandbox.Limits()}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.close())
 		}
 	}()
-	if c.common, err = sb.Repo.CommonDir(ctx); err != nil {
-		return c, fmt.Errorf("find the repository's git directory: %w", err)
-	}
-	if c.admin, err = sb.Tree.GitDir(ctx); err != nil {
-		return c, fmt.Errorf("find the worktree's git directory: %w", err)
-	}
-	c.own = c.branch
-	if ns := "refs/heads/spawn/" + id + "/"; strings.HasPrefix(c.branch, ns) {
-		c.own = ns
-	}
 	if report.Mode != isolation.ModeBwrap {
+		common, err := sb.Repo.CommonDir(ctx)
+		if err != nil {
+			return c, fmt.Errorf("find the repository's git directory: %w", err)
+		}
 		// Every run's spawn/ branches are spawn's, not the user's: runs on
 		// one repository make and move them while this run's agents work.
-		c.guard = &isolation.Guard{Git: sb.Repo, CommonDir: c.common, Own: func(ref string) bool {
-			return ref == c.branch || strings.HasPrefix(ref, "refs/heads/spawn/")
+		branch := "refs/heads/" + sb.Branch
+		c.guard = &isolation.Guard{Git: sb.Repo, CommonDir: common, Own: func(ref string) bool {
+			return ref == branch || strings.HasPrefix(ref, "refs/heads/spawn/")
 		}}
 	}
 	if c.root, err = os.MkdirTemp(proc.Getenv(opts.Env, "TMPDIR"), "spawn-agents-"+id+"-"); err != nil {
 		return c, fmt.Errorf("create the agents' private directory: %w", err)
 	}
-	if err := c.startRelay(); err != nil {
+	common, err := sb.Repo.CommonDir(ctx)
+	if err != nil {
+		return c, fmt.Errorf("find the repository's git directory: %w", err)
+	}
+	if c.cache, err = isolation.CacheDir(opts.Env, opts.Config.Sandbox.Cache, common); err != nil {
+		return c, err
+	}
+	c.control = filepath.Join(c.root, "control")
+	if err := os.Mkdir(c.control, 0o700); err != nil {
+		return c, fmt.Errorf("create spawn's control directory: %w", err)
+	}
+	if err := c.startRelay(spent, allow); err != nil {
 		return c, err
 	}
 	return c, nil
 }
 
-// startRelay starts the model relay with the user's credentials and sets
-// the agents' API variables to it.
-func (c *confinement) startRelay() error {
-	route := func(name, baseVar, def string) (relay.Route, error) {
+// startRelay starts the model relay with the user's credentials.
+func (c *confinement) startRelay(spent func(relay.Usage), allow func() error) error {
+	route := func(name, baseVar, def string, auth func() (relay.Header, error), paths []relay.Path) (relay.Route, error) {
 		base := proc.Getenv(c.userEnv, baseVar)
 		if base == "" {
 			base = def
@@ -105,33 +124,22 @@ func (c *confinement) startRelay() error {
 		if err != nil || u.Host == "" {
 			return relay.Route{}, errorf(KindConfig, err, "%s=%q is not a URL; fix it, then run again", baseVar, base)
 		}
-		return relay.Route{Name: name, Upstream: u}, nil
+		return relay.Route{Name: name, Upstream: u, Credential: auth, Paths: paths, Meter: runners.NewMeter}, nil
 	}
-	anth, err := route("anthropic", "ANTHROPIC_BASE_URL", anthropicAPI)
+	anth, err := route(routeAnthropic, "ANTHROPIC_BASE_URL", anthropicAPI, anthropicCredential(c.userEnv),
+		[]relay.Path{{Method: http.MethodPost, Pattern: "/v1/messages"}, {Method: http.MethodPost, Pattern: "/v1/messages/count_tokens"}})
 	if err != nil {
 		return err
 	}
-	gem, err := route("gemini", "GOOGLE_GEMINI_BASE_URL", geminiAPI)
+	gem, err := route(routeGemini, "GOOGLE_GEMINI_BASE_URL", geminiAPI, geminiCredential(c.userEnv), []relay.Path{
+		{Method: http.MethodPost, Pattern: "/v1beta/models/*:streamGenerateContent"},
+		{Method: http.MethodPost, Pattern: "/v1beta/models/*:generateContent"},
+		{Method: http.MethodPost, Pattern: "/v1beta/models/*:countTokens"},
+	})
 	if err != nil {
 		return err
 	}
-	var keys []string
-	switch {
-	case proc.Getenv(c.userEnv, "ANTHROPIC_API_KEY") != "":
-		anth.Credential = relay.Header{Name: "x-api-key", Value: proc.Getenv(c.userEnv, "ANTHROPIC_API_KEY")}
-		keys = append(keys, "ANTHROPIC_API_KEY")
-	case proc.Getenv(c.userEnv, "ANTHROPIC_AUTH_TOKEN") != "":
-		anth.Credential = relay.Header{Name: "Authorization", Value: "Bearer " + proc.Getenv(c.userEnv, "ANTHROPIC_AUTH_TOKEN")}
-		keys = append(keys, "ANTHROPIC_AUTH_TOKEN")
-	}
-	for _, k := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"} {
-		if v := proc.Getenv(c.userEnv, k); v != "" {
-			gem.Credential = relay.Header{Name: "x-goog-api-key", Value: v}
-			keys = append(keys, "GEMINI_API_KEY")
-			break
-		}
-	}
-	r, err := relay.Start([]relay.Route{anth, gem})
+	r, err := relay.Start([]relay.Route{anth, gem}, relay.Options{Used: spent, Allow: allow})
 	if err != nil {
 		return errorf(KindInternal, err, "cannot start the model relay: %v", err)
 	}
@@ -141,20 +149,80 @@ func (c *confinement) startRelay() error {
 			return err
 		}
 	}
-	c.apiEnv = []string{"ANTHROPIC_BASE_URL=" + r.URL("anthropic"), "GOOGLE_GEMINI_BASE_URL=" + r.URL("gemini")}
-	for _, k := range keys {
-		c.apiEnv = append(c.apiEnv, k+"="+r.Key)
+	return nil
+}
+
+// anthropicCredential is how the relay authorises the coder's requests:
+// the user's ANTHROPIC_API_KEY, else ANTHROPIC_AUTH_TOKEN, else the OAuth
+// token of the user's own claude login (read at each request from the
+// login file, which the user's claude refreshes, and which no sandbox
+// shows); nil when there is none (the CLI's own authorisation passes).
+func anthropicCredential(env []string) func() (relay.Header, error) {
+	if k := proc.Getenv(env, "ANTHROPIC_API_KEY"); k != "" {
+		return func() (relay.Header, error) { return relay.Header{Name: "x-api-key", Value: k}, nil }
+	}
+	if k := proc.Getenv(env, "ANTHROPIC_AUTH_TOKEN"); k != "" {
+		return func() (relay.Header, error) { return relay.Header{Name: "Authorization", Value: "Bearer " + k}, nil }
+	}
+	login := claudeLogin(env)
+	if _, err := os.Stat(login); err != nil {
+		return nil
+	}
+	return func() (relay.Header, error) {
+		b, err := os.ReadFile(login)
+		if err != nil {
+			return relay.Header{}, fmt.Errorf("read your claude login: %w", err)
+		}
+		var creds struct {
+			OAuth struct {
+				AccessToken string `json:"accessToken"`
+			} `json:"claudeAiOauth"`
+		}
+		if err := json.Unmarshal(b, &creds); err != nil || creds.OAuth.AccessToken == "" {
+			return relay.Header{}, fmt.Errorf("your claude login %s holds no token; log in with claude again", login)
+		}
+		return relay.Header{Name: "Authorization", Value: "Bearer " + creds.OAuth.AccessToken}, nil
+	}
+}
+
+// claudeLogin is the user's claude login file.
+func claudeLogin(env []string) string {
+	dir := proc.Getenv(env, "CLAUDE_CONFIG_DIR")
+	if dir == "" {
+		dir = filepath.Join(proc.Getenv(env, "HOME"), ".claude")
+	}
+	return filepath.Join(dir, ".credentials.json")
+}
+
+// geminiCredential is the user's Gemini API key as the relay adds it; nil
+// when there is none.
+func geminiCredential(env []string) func() (relay.Header, error) {
+	for _, k := range []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"} {
+		if v := proc.Getenv(env, k); v != "" {
+			return func() (relay.Header, error) { return relay.Header{Name: "x-goog-api-key", Value: v}, nil }
+		}
 	}
 	return nil
 }
 
-// serveBridge serves the relay on a unix socket too, for the bridge of a
-// model-only sandbox, and finds this binary, which the bridge runs as.
-func (c *confinement) serveBridge() error {
-	exe, err := os.Executable()
-	if err != nil {
-		return errorf(KindInternal, err, "cannot find spawn's own binary for the model-only network: %v", err)
+// grant returns the relay key of seat for route, made once.
+func (c *confinement) grant(route, seat string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.keys[seat]; ok {
+		return k, nil
 	}
+	k, err := c.relay.Grant(route, seat)
+	if err != nil {
+		return "", errorf(KindInternal, err, "cannot make the %s's relay key: %v", seat, err)
+	}
+	c.keys[seat] = k
+	return k, nil
+}
+
+// serveBridge serves the relay on a unix socket too, for the bridge of a
+// model-only sandbox.
+func (c *confinement) serveBridge() error {
 	// A unix socket's path has at most 107 bytes: a short directory.
 	dir, err := os.MkdirTemp("", "spawn-relay-")
 	if err == nil && len(dir) > 80 {
@@ -166,7 +234,7 @@ func (c *confinement) serveBridge() error {
 	if err != nil {
 		return errorf(KindInternal, err, "cannot create the relay's socket directory: %v", err)
 	}
-	c.sockDir, c.exe = dir, exe
+	c.sockDir = dir
 	if err := c.relay.ServeUnix(filepath.Join(dir, "relay.sock")); err != nil {
 		return errorf(KindInternal, err, "cannot serve the model relay to the sandbox: %v", err)
 	}
@@ -178,7 +246,7 @@ func (c *confinement) serveBridge() error {
 func (c *confinement) close() error {
 	var errs []error
 	if c.root != "" && c.sessions != "" {
-		errs = append(errs, keepSessions(filepath.Join(c.root, "coder", "config"), c.sessions, observability.NewRedactor(c.userEnv)))
+		errs = append(errs, keepSessions(filepath.Join(c.root, "coder"), c.sessions, observability.NewRedactor(c.userEnv)))
 	}
 	if c.relay != nil {
 		errs = append(errs, c.relay.Close())
@@ -195,12 +263,19 @@ func (c *confinement) close() error {
 
 // record is the isolation the record states.
 func (c *confinement) record() *observability.Isolation {
-	return &observability.Isolation{Mode: string(c.report.Mode), Network: string(c.network), Reason: c.report.Reason}
+	probe := isolation.NewCage(filepath.Base(c.root)+"-probe", c.limits, nil)
+	enforced := probe.Enforced()
+	if err := probe.Close(); err != nil {
+		enforced = isolation.EnforcedRlimit
+	}
+	return &observability.Isolation{Mode: string(c.report.Mode), Network: string(c.network), Reason: c.report.Reason,
+		Limits: observability.Limits{Processes: c.limits.Processes, MemoryBytes: c.limits.Memory, DiskBytes: c.limits.Disk, EnforcedBy: string(enforced)}}
 }
 
 // private makes (if need be) and returns an agent's private directory
-// under the run's root, with home/, tmp/, config/ (CLAUDE_CONFIG_DIR) and
-// gocache/ in it. It lasts the run: a resumed session finds its files.
+// under the run's root, with home/, tmp/, config/ and gocache/ in it: the
+// only place of its own it can write. It lasts the run: a resumed session
+// finds its files.
 func (c *confinement) private(name string) (string, error) {
 	dir := filepath.Join(c.root, name)
 	for _, d := range []string{"home", "tmp", "config", "gocache"} {
@@ -211,14 +286,37 @@ func (c *confinement) private(name string) (string, error) {
 	return dir, nil
 }
 
+// writeControl writes one of spawn's files that an agent reads (and never
+// writes) into the control directory, replacing it whole: a temporary
+// file renamed into place, so that nothing at the path (a link an agent
+// made, without bubblewrap) is followed.
+func (c *confinement) writeControl(name string, data []byte) (string, error) {
+	f, err := os.CreateTemp(c.control, ".new-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(f.Name(), filepath.Join(c.control, name))
+	}
+	if err != nil {
+		return "", errors.Join(err, os.Remove(f.Name()))
+	}
+	return filepath.Join(c.control, name), nil
+}
+
 // coder returns the coder's agent, confined, and the environment it runs
 // with: no credential, a private HOME, TMPDIR, CLAUDE_CONFIG_DIR and Go
-// build cache, the relay as its API. The user's claude login, if any, is
-// shown to it read-only.
+// build cache, the relay's anthropic route as its API with a key for it
+// alone. No login file of the user's is shown: the relay carries the
+// credential.
 //
-// Under bubblewrap, the coder's hooks (binds) see this binary read-only and
-// the run's inbox writable.
-func (c *confinement) coder(claude *runners.Claude, binds coderBinds) (watcher.Agent, []string, error) {
+// Under bubblewrap the coder writes its worktree (with its own git store),
+// its private directory and the inbox's deliveries; it reads the system's
+// toolchains, its CLI's install, the user's objects, this binary (its
+// hooks), the inbox's messages and its hook settings; and sees nothing
+// else of the host.
+func (c *confinement) coder(claude *runners.Claude, binds coderBinds) (*confined, []string, error) {
 	dir, err := c.private("coder")
 	if err != nil {
 		return nil, nil, err
@@ -230,116 +328,195 @@ func (c *confinement) coder(claude *runners.Claude, binds coderBinds) (watcher.A
 		}
 		c.restored = true
 	}
-	env := isolation.AgentEnv(c.userEnv, append([]string{
-		"HOME=" + home, "TMPDIR=" + filepath.Join(dir, "tmp"), "CLAUDE_CONFIG_DIR=" + cfgDir,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		"GOCACHE=" + filepath.Join(dir, "gocache"),
-		// The coder's own commits never pack refs or objects: packed-refs and
-		// the packs are the user's.
-		"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=gc.auto", "GIT_CONFIG_VALUE_0=0",
-	}, c.apiEnv...)...)
-	var logins []isolation.Bind
-	src := proc.Getenv(c.userEnv, "CLAUDE_CONFIG_DIR")
-	if src == "" {
-		src = filepath.Join(proc.Getenv(c.userEnv, "HOME"), ".claude")
+	key, err := c.grant(routeAnthropic, "coder")
+	if err != nil {
+		return nil, nil, err
 	}
-	if login := filepath.Join(src, ".credentials.json"); fileExists(login) {
-		logins = append(logins, isolation.Bind{Src: login, Dst: filepath.Join(cfgDir, ".credentials.json")})
-	}
+	agent := c.caged(claude, "coder", c.sb.Path, dir)
+	env := isolation.AgentEnv(c.userEnv, append(c.caches(dir),
+		"HOME="+home, "TMPDIR="+filepath.Join(dir, "tmp"), "CLAUDE_CONFIG_DIR="+cfgDir,
+		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
+		"ANTHROPIC_BASE_URL="+c.relay.URL(routeAnthropic), "ANTHROPIC_API_KEY="+key)...)
 	if c.report.Mode != isolation.ModeBwrap {
-		for _, l := range logins {
-			if err := os.Symlink(l.Src, l.Dst); err != nil && !errors.Is(err, os.ErrExist) {
-				return nil, nil, fmt.Errorf("show claude its login: %w", err)
-			}
-		}
-		return claude, env, nil
+		return agent, env, nil
 	}
-	writable := []string{filepath.Join(c.common, "objects"), c.admin, dir}
-	if strings.HasSuffix(c.own, "/") {
-		for _, d := range []string{filepath.Join(c.common, filepath.FromSlash(c.own)), filepath.Join(c.common, "logs", filepath.FromSlash(c.own))} {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				return nil, nil, fmt.Errorf("prepare the run's ref namespace: %w", err)
-			}
-			writable = append(writable, d)
-		}
-	}
-	writable = append(append(writable, c.worktree), binds.writable()...)
-	spec := c.spec(env, writable, logins)
+	spec := c.spec(env, claude.Bin, []string{c.sb.Path, dir, binds.delivered, c.cache}, c.sb.Objects)
 	spec.ReadOnly = append(spec.ReadOnly, binds.readOnly()...)
-	return confined{Agent: claude, spec: spec, conf: c}, env, nil
+	agent.spec = &spec
+	return agent, env, nil
 }
 
-// reviewer returns a reviewer seat's agent, confined, and its environment:
-// no credential, HOME and TMPDIR in its private gemini home, the relay as
-// its API. Under bubblewrap it writes nothing but that home; the user's
-// gemini login files are shown read-only.
-func (c *confinement) reviewer(gemini *runners.Gemini, seatHome string) (watcher.Agent, []string, error) {
-	tmp := filepath.Join(seatHome, "tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("create the reviewer's TMPDIR: %w", err)
+// caches are the coder's toolchain cache variables: the caches spawn
+// keeps (c.cache), else private ones in the agent's directory dir; and the
+// user's Go module cache, read-only in the sandbox, when there is one.
+func (c *confinement) caches(dir string) []string {
+	var env []string
+	for _, cd := range isolation.CacheDirs {
+		root := c.cache
+		if root == "" {
+			root = filepath.Join(dir, "cache")
+		}
+		env = append(env, cd.Var+"="+filepath.Join(root, cd.Dir))
 	}
-	env := isolation.AgentEnv(c.userEnv, append([]string{"HOME=" + seatHome, "TMPDIR=" + tmp,
-		"XDG_CONFIG_HOME=" + filepath.Join(seatHome, ".config"), "XDG_CACHE_HOME=" + filepath.Join(seatHome, ".cache")}, c.apiEnv...)...)
+	if mod := goModCache(c.userEnv); mod != "" {
+		env = append(env, "GOMODCACHE="+mod)
+	}
+	return env
+}
+
+// goModCache is the user's Go module cache, "" when there is none.
+func goModCache(env []string) string {
+	mod := proc.Getenv(env, "GOMODCACHE")
+	if mod == "" {
+		gopath := proc.Getenv(env, "GOPATH")
+		if gopath == "" {
+			gopath = filepath.Join(proc.Getenv(env, "HOME"), "go")
+		}
+		mod = filepath.Join(filepath.SplitList(gopath)[0], "pkg", "mod")
+	}
+	if !filepath.IsAbs(mod) || !fileExists(mod) {
+		return ""
+	}
+	return mod
+}
+
+// reviewer returns a reviewer seat's agent, confined, and its
+// environment: no credential, HOME and TMPDIR in its private directory
+// (whose home is the seat's GEMINI_CLI_HOME), the relay's gemini route as
+// its API with a key for this seat alone. Under bubblewrap it writes
+// nothing but its private directory and reads the worktree read-only.
+func (c *confinement) reviewer(gemini *runners.Gemini, seat string) (*confined, []string, error) {
+	dir, err := c.private(seat)
+	if err != nil {
+		return nil, nil, err
+	}
+	home := filepath.Join(dir, "home")
+	key, err := c.grant(routeGemini, seat)
+	if err != nil {
+		return nil, nil, err
+	}
+	agent := c.caged(gemini, seat, dir)
+	env := isolation.AgentEnv(c.userEnv, "HOME="+home, "TMPDIR="+filepath.Join(dir, "tmp"),
+		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"),
+		"GOOGLE_GEMINI_BASE_URL="+c.relay.URL(routeGemini), "GEMINI_API_KEY="+key)
 	if c.report.Mode != isolation.ModeBwrap {
-		return gemini, env, nil
+		return agent, env, nil
 	}
-	var logins []isolation.Bind
-	entries, _ := os.ReadDir(filepath.Join(seatHome, ".gemini"))
-	for _, e := range entries {
-		p := filepath.Join(seatHome, ".gemini", e.Name())
-		if target, err := os.Readlink(p); err == nil && fileExists(target) {
-			logins = append(logins, isolation.Bind{Src: target, Dst: target})
-		}
-	}
-	return confined{Agent: gemini, spec: c.spec(env, []string{seatHome}, logins), conf: c}, env, nil
+	spec := c.spec(env, gemini.Bin, []string{dir}, append([]string{c.sb.Path}, c.sb.Objects...))
+	agent.spec = &spec
+	return agent, env, nil
 }
 
-// spec is the bubblewrap sandbox of one agent: everything read-only, the
-// user's HOME hidden (the repository and the tools on PATH shown again,
-// read-only), writable only where given.
-func (c *confinement) spec(env []string, writable []string, files []isolation.Bind) isolation.Spec {
-	s := isolation.Spec{Bwrap: c.report.Bwrap, Writable: writable, Files: files,
-		ReadOnly: []string{c.repoTop, c.common}, NoNetwork: c.network == isolation.NetworkModelOnly}
-	home := filepath.Clean(proc.Getenv(c.userEnv, "HOME"))
-	if home == "" || home == "/" || home == "." {
-		return s
+// spec is the bubblewrap sandbox of one agent whose CLI is bin: the
+// system's toolchains, bin's install and this binary read-only, readOnly
+// read-only, writable writable, the secrets among the toolchains masked,
+// and the model-only network when the run has it.
+func (c *confinement) spec(env []string, bin string, writable, readOnly []string) isolation.Spec {
+	ro := append(isolation.Toolchains(env), installDir(bin), c.exe)
+	ro = append(ro, readOnly...)
+	var rw []string
+	for _, w := range writable {
+		if w != "" {
+			rw = append(rw, w)
+		}
 	}
-	s.Hide = []string{home}
-	under := func(p string) bool {
-		return strings.HasPrefix(filepath.Clean(p)+"/", home+"/") && filepath.Clean(p) != home
+	return isolation.Spec{Bwrap: c.report.Bwrap, ReadOnly: ro, Writable: rw, Files: isolation.Masks(c.userEnv),
+		NoNetwork: c.network == isolation.NetworkModelOnly}
+}
+
+// installDir is what a sandbox must show of an agent CLI at bin (a path,
+// or a name in PATH, as the preflight resolved it): the node_modules
+// folder that holds it (an npm install's bin/ links into its packages),
+// else bin's own folder.
+func installDir(bin string) string {
+	real, err := filepath.EvalSymlinks(bin)
+	if err != nil {
+		real = bin
 	}
-	for _, p := range filepath.SplitList(proc.Getenv(env, "PATH")) {
-		if p != "" && filepath.IsAbs(p) && under(p) && fileExists(p) {
-			// The directory and its parent: an npm or nvm bin/ links into lib/.
-			s.ReadOnly = append(s.ReadOnly, p)
-			if parent := filepath.Dir(p); under(parent) {
-				s.ReadOnly = append(s.ReadOnly, parent)
+	for d := filepath.Dir(real); d != "/" && d != "."; d = filepath.Dir(d) {
+		if filepath.Base(d) == "node_modules" {
+			for p := filepath.Dir(d); p != "/" && p != "."; p = filepath.Dir(p) {
+				if filepath.Base(p) == "node_modules" {
+					d = p // the outermost: nested installs share it
+				}
 			}
+			return d
 		}
 	}
-	for _, k := range []string{"GOMODCACHE", "GOROOT", "GOPATH"} {
-		if p := proc.Getenv(env, k); p != "" && under(p) && fileExists(p) {
-			s.ReadOnly = append(s.ReadOnly, p)
-		}
-	}
-	return s
+	return filepath.Dir(real)
 }
 
-// confined is an agent whose commands run under bubblewrap.
+// helperJail is where spawn's git helper runs on the coder's worktree and
+// store: with the coder's view of the files (its worktree writable, the
+// user's objects read-only), no network and no credential under
+// bubblewrap; without it, with an environment that holds no credential.
+func (c *confinement) helperJail() sandbox.Jail {
+	return gitJail(c.report, c.userEnv, c.sb)
+}
+
+// gitJail is the sandbox.Jail of a sandbox's git helper, given the
+// isolation the run has and spawn's environment.
+func gitJail(report isolation.Report, userEnv []string, sb *sandbox.Sandbox) sandbox.Jail {
+	env := isolation.AgentEnv(userEnv, "HOME=/nonexistent", "TMPDIR=/tmp")
+	if report.Mode != isolation.ModeBwrap {
+		return envJail{env}
+	}
+	spec := isolation.Spec{Bwrap: report.Bwrap, ReadOnly: append([]string{sb.Exe}, sb.Objects...), Writable: []string{sb.Path}, NoNetwork: true}
+	return specJail{spec: spec, env: env}
+}
+
+// envJail runs a command with env, unconfined.
+type envJail struct{ env []string }
+
+func (j envJail) Confine(c proc.Cmd) proc.Cmd {
+	c.Env = j.env
+	return c
+}
+
+// specJail runs a command with env under bubblewrap.
+type specJail struct {
+	spec isolation.Spec
+	env  []string
+}
+
+func (j specJail) Confine(c proc.Cmd) proc.Cmd {
+	c.Env = j.env
+	return j.spec.Confine(c)
+}
+
+// caged is agent in a new cage of the run's limits, watching the
+// filesystems of writable; named seat.
+func (c *confinement) caged(agent watcher.Agent, seat string, writable ...string) *confined {
+	c.mu.Lock()
+	c.cages++
+	name := fmt.Sprintf("%s-%d", filepath.Base(c.root), c.cages)
+	c.mu.Unlock()
+	return &confined{Agent: agent, cage: isolation.NewCage(name, c.limits, writable), conf: c}
+}
+
+// confined is an agent held in its cage, and, under bubblewrap, whose
+// commands run in its sandbox.
 type confined struct {
 	watcher.Agent
-	spec isolation.Spec
+	spec *isolation.Spec // nil without bubblewrap
+	cage *isolation.Cage
 	conf *confinement
 }
 
-// Command is the agent's command for t, wrapped in bwrap (and, with the
-// model-only network, in the bridge to the relay).
-func (c confined) Command(t runners.Turn) (runners.Command, error) {
+// Command is the agent's command for t, in its cage, wrapped in bwrap
+// (and, with the model-only network, in the bridge to the relay). The
+// cage's marks are taken: its limits count from this process's start.
+func (c *confined) Command(t runners.Turn) (runners.Command, error) {
 	cmd, err := c.Agent.Command(t)
 	if err != nil {
 		return cmd, err
 	}
-	spec := c.spec
+	cmd.Cage = c.cage.Proc()
+	c.cage.Mark()
+	if c.spec == nil {
+		return cmd, nil
+	}
+	spec := *c.spec
 	if c.conf.sockDir != "" {
 		var argv []string
 		spec, argv = isolation.Bridged(spec, c.conf.exe, filepath.Join(c.conf.sockDir, "relay.sock"), c.conf.relay.Port(),
@@ -347,6 +524,21 @@ func (c confined) Command(t runners.Turn) (runners.Command, error) {
 		cmd.Path, cmd.Args = argv[0], argv[1:]
 	}
 	return spec.Wrap(cmd), nil
+}
+
+// watch is the session's watcher.Policy.Watch: the limit of the cage its
+// agent reached, if any, and what reached it.
+func (c *confined) watch() (watcher.StopReason, string) {
+	what, detail := c.cage.Check()
+	switch what {
+	case isolation.ExceededProcesses:
+		return watcher.StopMaxProcesses, detail
+	case isolation.ExceededMemory:
+		return watcher.StopMaxMemory, detail
+	case isolation.ExceededDisk:
+		return watcher.StopMaxDisk, detail
+	}
+	return "", ""
 }
 
 func fileExists(p string) bool {
@@ -369,7 +561,6 @@ func fileExists(p string) bool {
 // user's change from an agent's; only every run's spawn/ branches are
 // left alone.
 func (r *run) guarded(ctx context.Context, who agent, turn func() (*watcher.Session, error)) (*watcher.Session, error) {
-	r.sb.Touch() // the agent may commit, or move the branch
 	if r.conf.guard == nil {
 		return turn()
 	}
@@ -387,17 +578,9 @@ func (r *run) guarded(ctx context.Context, who agent, turn func() (*watcher.Sess
 		if !ch.Restored {
 			state = "spawn could not undo it; check it yourself"
 		}
-		r.mu.Lock()
-		r.tamperN++
-		id := fmt.Sprintf("sandbox-tamper-%d", r.tamperN)
-		r.mu.Unlock()
-		f := &observability.SecurityFinding{ID: id, Kind: observability.FindingSandboxTamper, Iteration: who.round,
-			Severity: observability.SeverityCritical, File: r.sb.Repo.Dir,
-			Description:    fmt.Sprintf("%s (%s) changed something outside its sandbox: %s; %s", who.cli, who.role, ch.What, state),
-			Recommendation: "Do not merge the run's branch unread: an agent that touches the user's repository was probably prompt-injected. Look for the instruction in the task, the repository or the tool output.",
-			Status:         observability.FindingOpen}
-		r.emit(Event{Kind: EventSecurity, Round: who.round, Role: who.role, LLM: who.llm, Security: f})
-		r.emit(Event{Kind: EventWarning, Text: "SANDBOX TAMPER: " + f.Description})
+		r.security(who, observability.FindingSandboxTamper, observability.SeverityCritical, r.sb.Repo.Dir,
+			fmt.Sprintf("%s (%s) changed something outside its sandbox: %s; %s", who.cli, who.role, ch.What, state),
+			"Do not merge the run's branch unread: an agent that touches the user's repository was probably prompt-injected. Look for the instruction in the task, the repository or the tool output.")
 		tampered = append(tampered, ch.What)
 	}
 	var errs []error
@@ -409,4 +592,17 @@ func (r *run) guarded(ctx context.Context, who agent, turn func() (*watcher.Sess
 		errs = append(errs, errorf(KindInternal, err, "cannot check the repository after %s's turn: %v", who.cli, err))
 	}
 	return sess, errors.Join(append(errs, turnErr)...)
+}
+
+// security puts a security finding about who's turn on the event stream,
+// with a warning the terminal shows.
+func (r *run) security(who agent, kind observability.FindingKind, severity observability.Severity, file, description, recommendation string) {
+	r.mu.Lock()
+	r.tamperN++
+	id := fmt.Sprintf("%s-%d", kind, r.tamperN)
+	r.mu.Unlock()
+	f := &observability.SecurityFinding{ID: id, Kind: kind, Iteration: who.round, Severity: severity, File: file,
+		Description: description, Recommendation: recommendation, Status: observability.FindingOpen}
+	r.emit(Event{Kind: EventSecurity, Round: who.round, Role: who.role, LLM: who.llm, Security: f})
+	r.emit(Event{Kind: EventWarning, Text: strings.ToUpper(strings.ReplaceAll(string(kind), "_", " ")) + ": " + description})
 }

@@ -117,9 +117,10 @@ func TestAttack(t *testing.T) {
 // security reviewer would: writes outside the worktree and to /tmp, edits
 // the user's .git/config and hooks, moves the user's branch and tags,
 // reconfigures git, and runs test code that writes outside, dumps its
-// environment and reads its HOME. Every attempt fails visibly, nothing of
-// the user's changes, no secret leaks anywhere; its normal work (Write,
-// go test, its own commits) still succeeds.
+// environment and reads its HOME. What it writes outside its worktree
+// lands in its sandbox's own /tmp or fails, its git commands act on its
+// own store, nothing of the user's changes, no secret leaks anywhere; its
+// normal work (Write, go test, its own commits) still succeeds.
 func TestSandboxedCoderCannotTouchAnythingOfTheUsers(t *testing.T) {
 	requireBwrap(t)
 	apiKey, ghToken, sshKey := canary(t, "sk-ant"), canary(t, "ghp"), canary(t, "ssh")
@@ -183,7 +184,9 @@ func TestSandboxedCoderCannotTouchAnythingOfTheUsers(t *testing.T) {
 		assert.NoFileExists(t, p)
 	}
 
-	// Each attempt failed, visibly, in what the coder was told.
+	// What the coder was told: its writes outside the worktree went into
+	// the sandbox's own /tmp, or failed, and left nothing on the host (the
+	// checks above); its git commands ran in its own store.
 	results := map[string]modelserver.ToolResultSeen{}
 	var bodies []string
 	for _, req := range r.srv.Requests() {
@@ -194,21 +197,11 @@ func TestSandboxedCoderCannotTouchAnythingOfTheUsers(t *testing.T) {
 		}
 	}
 	for _, a := range attacks {
-		if a.ID == "read-config" {
-			continue
-		}
-		res, ok := results[a.ID]
+		_, ok := results[a.ID]
 		require.True(t, ok, "the coder tried %s", a.ID)
-		assert.True(t, res.IsError, "%s must fail: %s", a.ID, res.Content)
 	}
-	transcript, err := os.ReadFile(filepath.Join(r.repo, ".spawn", "runs", r.rec.ID, r.rec.CommandLines[0].Stdout))
-	require.NoError(t, err)
-	assert.Contains(t, string(transcript), "Read-only file system", "the run's transcript shows the sandbox refusing")
 	goTest := results["go-test"].Content
-	assert.Contains(t, goTest, "DENIED ../../../outside-from-test.txt")
-	assert.Contains(t, goTest, "DENIED "+testEscape)
 	assert.Contains(t, goTest, "DENIED "+filepath.Join(userHome, "planted.txt"))
-	assert.NotContains(t, goTest, "ESCAPED")
 	assert.NotContains(t, goTest, "LEAK")
 	assert.Contains(t, goTest, "FILES ")
 	assert.Contains(t, goTest, "ENV ANTHROPIC_API_KEY=spawn-relay-", "the coder holds the run's throwaway key")
@@ -239,15 +232,15 @@ func TestSandboxedCoderCannotTouchAnythingOfTheUsers(t *testing.T) {
 	}
 }
 
-// Without bubblewrap, a coder that moves the user's branch and sets
-// core.hooksPath is caught after its turn: both are undone, reported as
-// critical sandbox_tamper findings, and the run ends with exit code 7,
-// its work kept on its branch.
+// Without bubblewrap, a coder that reaches past its own git store into
+// the user's repository (a tag, core.hooksPath) is caught after its turn:
+// both are undone, reported as critical sandbox_tamper findings, and the
+// run ends with exit code 7, its work kept on its branch.
 func TestTamperWithoutSandboxIsUndoneAndReported(t *testing.T) {
 	repo := ""
 	sc := modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
 		{Tools: []modelserver.ToolCall{{ID: "w", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/work.txt", "content": "work\n"}}}},
-		{Tools: []modelserver.ToolCall{{ID: "c", Name: "Bash", Input: map[string]any{"command": "git add work.txt && git commit -q -m work && git update-ref refs/heads/main HEAD && git config core.hooksPath /tmp/x", "description": "tamper"}}}},
+		{Tools: []modelserver.ToolCall{{ID: "c", Name: "Bash", Input: map[string]any{"command": "git add work.txt && git commit -q -m work && git -C ../../.. tag evil && git -C ../../.. config core.hooksPath /tmp/x", "description": "tamper"}}}},
 		{Text: "Done."},
 	}}}}
 	var before guardedState
@@ -280,7 +273,7 @@ func TestTamperWithoutSandboxIsUndoneAndReported(t *testing.T) {
 	}
 	joined := strings.Join(what, "\n")
 	assert.Contains(t, joined, ".git/config was changed")
-	assert.Contains(t, joined, "refs/heads/main moved")
+	assert.Contains(t, joined, "refs/tags/evil was created")
 	assert.Contains(t, testenv.Git(t, r.repo, "log", "--format=%s", r.rec.Branch), "work", "the work is kept on the branch")
 	assert.Contains(t, strings.Join(r.rec.Notes, "\n"), "NO SANDBOX", "running without bubblewrap is said loudly")
 }
@@ -323,8 +316,9 @@ func TestModelOnlyNetworkReachesOnlyTheModel(t *testing.T) {
 }
 
 // With --branch outside spawn/<id>/, the run's branch is the user's name
-// but still the only ref that moves: the sandboxed coder can neither
-// commit on it itself nor move main, and spawn commits its work for it.
+// but still the only ref of the user's that moves: the coder commits and
+// moves refs in its own store, and spawn publishes its work on the run's
+// branch alone.
 func TestUserChosenBranchIsStillTheOnlyRefTheRunMoves(t *testing.T) {
 	requireBwrap(t)
 	sc := modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
@@ -356,10 +350,10 @@ func TestUserChosenBranchIsStillTheOnlyRefTheRunMoves(t *testing.T) {
 			results[res.ID] = res
 		}
 	}
-	assert.True(t, results["commit"].IsError, "the coder cannot move a branch outside spawn/<id>/: %s", results["commit"].Content)
-	assert.True(t, results["move"].IsError, "nor main: %s", results["move"].Content)
-	assert.Equal(t, main, testenv.Git(t, repo, "rev-parse", "main"))
-	assert.Equal(t, "work\n", testenv.Git(t, repo, "show", "feature/mine:work.txt")+"\n", "spawn committed the work on the user's branch")
+	assert.False(t, results["commit"].IsError, "the coder commits in its own store: %s", results["commit"].Content)
+	assert.Equal(t, main, testenv.Git(t, repo, "rev-parse", "main"), "its main is its own store's, not the user's")
+	assert.Equal(t, "work\n", testenv.Git(t, repo, "show", "feature/mine:work.txt")+"\n", "spawn published the work on the run's branch")
+	assert.Contains(t, testenv.Git(t, repo, "log", "--format=%s", "feature/mine"), "mine")
 	assert.Empty(t, rec.SecurityFindings)
 }
 

@@ -50,6 +50,14 @@ func limitStop(cli string, stop watcher.StopReason, cfg config.Config, turns int
 	return fmt.Sprintf("%s was stopped (%s)", cli, stop)
 }
 
+// sandboxLimitStop is the sentence for an agent the sandbox's resource
+// limits stopped: which limit, what it is (what), and how to raise it.
+func sandboxLimitStop(cli string, stop watcher.StopReason, what string) string {
+	key := map[watcher.StopReason]string{watcher.StopMaxProcesses: "sandbox.max_processes", watcher.StopMaxMemory: "sandbox.max_memory", watcher.StopMaxDisk: "sandbox.max_disk"}[stop]
+	return fmt.Sprintf("%s reached the sandbox's %s limit (%s) and was stopped; if the work needs more, raise it with %s",
+		cli, key[len("sandbox."):], what, config.Ways(key))
+}
+
 // budgetUsedUp is the sentence for an agent that was not started because
 // the run's cost budget was spent.
 func budgetUsedUp(cli string, budget, spent float64) string {

@@ -225,6 +225,16 @@ func appendEvent(path string, red *observability.Redactor, e Event) error {
 
 // applyGitHub folds one step on GitHub into the record.
 func applyGitHub(rec *observability.Record, g *GitHubStep) {
+	if g.PullRequest != nil {
+		pr := *g.PullRequest
+		rec.PullRequest = &pr
+		if rec.PRURL == nil && pr.URL != "" {
+			rec.PRURL = &pr.URL
+		}
+	}
+	if g.Thread != nil {
+		putThread(rec, *g.Thread)
+	}
 	switch {
 	case g.PRURL != "":
 		url := g.PRURL
@@ -252,4 +262,17 @@ func applyGitHub(rec *observability.Record, g *GitHubStep) {
 	case g.Status != nil:
 		rec.GitHubStatuses = append(rec.GitHubStatuses, *g.Status)
 	}
+}
+
+// putThread replaces the record's entry of thread t (by its first
+// comment), or appends it.
+func putThread(rec *observability.Record, t observability.GitHubThread) {
+	t.Replies = slices.Clone(t.Replies)
+	for i := range rec.GitHubThreads {
+		if rec.GitHubThreads[i].CommentID == t.CommentID {
+			rec.GitHubThreads[i] = t
+			return
+		}
+	}
+	rec.GitHubThreads = append(rec.GitHubThreads, t)
 }

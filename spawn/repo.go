@@ -13,6 +13,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
@@ -170,7 +171,6 @@ func (r *Repo) finishAbandoned(ctx context.Context, run *runs.Run, rec *observab
 	id := run.ID
 	rp := &Repaired{ID: id, Branch: rec.Branch, Holder: holder}
 	red := observability.NewRedactor(r.env)
-	sb := r.sandboxOf(rec)
 	what := "the spawn process running it died"
 	if holder != nil {
 		what = fmt.Sprintf("the spawn process running it (pid %d) died", holder.PID)
@@ -184,14 +184,22 @@ func (r *Repo) finishAbandoned(ctx context.Context, run *runs.Run, rec *observab
 			rec.Messages = append(rec.Messages, m)
 		}
 	}
-	if _, statErr := os.Stat(sb.Path); statErr == nil {
-		_, sha, err := sb.Save(ctx, "spawn: work saved from an abandoned run\n\nSpawn-Run: "+id+"\n")
-		if err != nil {
-			saveErr = errors.Join(saveErr, fmt.Errorf("cannot commit the work left in %s: %w", sb.Path, err))
-		}
-		if sha != "" {
-			rp.Saved = sha
-			rec.Commits = append(rec.Commits, observability.Commit{SHA: sha, Message: "spawn: work saved from an abandoned run", Iteration: lastIteration(rec), LLM: observability.LLMSpawn})
+	sb, err := r.sandboxOf(ctx, id, rec)
+	switch {
+	case err != nil:
+		saveErr = errors.Join(saveErr, fmt.Errorf("cannot open the run's worktree: %w", err))
+	case sb.Legacy:
+		saveErr = errors.Join(saveErr, fmt.Errorf("its worktree %s was made by an older spawn, in which spawn no longer runs git; look at it yourself", sb.Path))
+	default:
+		if _, statErr := os.Lstat(sb.Path); statErr == nil {
+			saved, err := sb.Save(ctx, gitJail(isolation.Probe(ctx, r.env), r.env, sb), "spawn: work saved from an abandoned run\n\nSpawn-Run: "+id+"\n")
+			if err != nil {
+				saveErr = errors.Join(saveErr, fmt.Errorf("cannot commit the work left in %s: %w", sb.Path, err))
+			}
+			if saved.Committed != "" && saved.Published == saved.Committed {
+				rp.Saved = saved.Committed
+				rec.Commits = append(rec.Commits, observability.Commit{SHA: saved.Committed, Message: "spawn: work saved from an abandoned run", Iteration: lastIteration(rec), LLM: observability.LLMSpawn})
+			}
 		}
 	}
 	msg := what + " before the run finished"
@@ -258,7 +266,7 @@ func (r *Repo) recoverSessions(run *runs.Run, rec *observability.Record) error {
 	}
 	var errs []error
 	for _, dir := range leaked {
-		errs = append(errs, keepSessions(filepath.Join(dir, "coder", "config"), filepath.Join(run.Dir, sessionsName), observability.NewRedactor(r.env)), os.RemoveAll(dir))
+		errs = append(errs, keepSessions(filepath.Join(dir, "coder"), filepath.Join(run.Dir, sessionsName), observability.NewRedactor(r.env)), os.RemoveAll(dir))
 	}
 	return errors.Join(errs...)
 }
@@ -294,9 +302,15 @@ func (r *Repo) lastHolder(id string) *runs.Holder {
 	return e.Holder
 }
 
-// sandboxOf is the sandbox a run's record names.
-func (r *Repo) sandboxOf(rec *observability.Record) *sandbox.Sandbox {
-	return sandbox.Open(r.Git, rec.SandboxPath, rec.Branch, rec.Base)
+// sandboxOf is the sandbox of run id, on the branch its record names: its
+// worktree is where spawn puts every run's (never a path read from the
+// record or the worktree).
+func (r *Repo) sandboxOf(ctx context.Context, id string, rec *observability.Record) (*sandbox.Sandbox, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find spawn's own binary: %w", err)
+	}
+	return sandbox.Open(ctx, r.Git, id, rec.Branch, rec.Base, exe)
 }
 
 // lastIteration is the highest round an agent ran in, 1 when none did.

@@ -33,6 +33,9 @@ type ResumeOptions struct {
 	Hurry   <-chan struct{}
 	Grace   time.Duration
 	Now     func() time.Time
+	// Notes are what the repository's configuration asked for that spawn
+	// did not do (config.Loaded.Notes).
+	Notes []string
 }
 
 // Resume continues a run that ended without an approval (interrupted,
@@ -89,7 +92,7 @@ func Resume(ctx context.Context, opts ResumeOptions, sink Sink) (*observability.
 // Resumable says whether spawn resume would continue the run rec records:
 // nil, or a usage *Error saying why not (it is still running, the
 // reviewers approved it, it is a solo run whose coder finished, it is in
-// github mode, or it left no sandbox). It reads only the record: a worktree
+// github mode or a spawn pr run, or it left no sandbox). It reads only the record: a worktree
 // removed since is found when resuming.
 func Resumable(rec *observability.Record) error {
 	switch {
@@ -97,6 +100,8 @@ func Resumable(rec *observability.Record) error {
 		return errorf(KindUsage, nil, "run %s is still running", rec.ID)
 	case rec.Mode == observability.ModeGitHub:
 		return errorf(KindNotImplemented, nil, "run %s is in github mode, which spawn resume cannot continue yet", rec.ID)
+	case rec.Mode == observability.ModePR:
+		return errorf(KindNotImplemented, nil, "run %s is a spawn pr run, which spawn resume cannot continue", rec.ID)
 	case rec.Branch == "":
 		return errorf(KindUsage, nil, "run %s left no sandbox to continue in", rec.ID)
 	}
@@ -121,6 +126,9 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 			return nil, team.Progress{}, err
 		}
 	}
+	if rec.Mode == observability.ModePR {
+		return nil, team.Progress{}, errorf(KindNotImplemented, nil, "run %s is a spawn pr run, which spawn resume cannot continue; its replies are on the pull request and its commits on its branch: spawn pr %d takes up the threads still open", dir.ID, prNumberOf(rec))
+	}
 	from := team.ProgressOf(rec)
 	if err := team.Continuable(rec.Mode, from); err != nil {
 		return nil, team.Progress{}, errorf(KindUsage, err, "run %s has %v; start a new run with spawn run", dir.ID, err)
@@ -128,9 +136,15 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 	if rec.Mode == observability.ModeGitHub {
 		return nil, team.Progress{}, errorf(KindNotImplemented, nil, "run %s is in github mode, which spawn resume cannot continue yet; its branch and pull request keep the work: spawn pr <number> fixes the open review threads", dir.ID)
 	}
-	sb := repo.sandboxOf(rec)
-	if _, err := os.Stat(sb.Path); err != nil {
+	sb, err := repo.sandboxOf(ctx, dir.ID, rec)
+	if err != nil {
+		return nil, team.Progress{}, errorf(KindSandboxGone, err, "run %s cannot be resumed: %v (the branch %s keeps its commits)", dir.ID, err, rec.Branch)
+	}
+	if _, err := os.Lstat(sb.Path); err != nil {
 		return nil, team.Progress{}, errorf(KindSandboxGone, err, "run %s cannot be resumed: its worktree %s is gone (the branch %s keeps its commits)", dir.ID, sb.Path, rec.Branch)
+	}
+	if sb.Legacy {
+		return nil, team.Progress{}, errorf(KindUsage, sandbox.ErrLegacy, "run %s cannot be resumed: its worktree was made by an older spawn, which let the coder write the repository's git state; its branch %s keeps its commits: start a new run from it with spawn run --base %s", dir.ID, rec.Branch, rec.Branch)
 	}
 	cfg := opts.Config
 	cfg.Team.Mode = rec.Mode
@@ -144,19 +158,23 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 	}
 	runOpts := Options{Task: rec.Task, Config: cfg, RepoDir: repo.Dir, Base: rec.Base, Branch: rec.Branch,
 		Env: opts.Env, Hurry: opts.Hurry, Grace: opts.Grace, Now: opts.Now}
-	conf, err := confine(ctx, runOpts, pre.isolation, sb, dir.Paths)
+	r := &run{opts: runOpts, pre: pre, sb: sb, dir: dir, rec: rec, procs: transcripts(dir)}
+	conf, err := confine(ctx, runOpts, pre.isolation, sb, dir.Paths, r.spend.relay, r.spend.allow(cfg.Spawn.MaxCostUSD))
 	if err != nil {
 		return nil, team.Progress{}, errorf(KindInternal, err, "cannot confine the agents: %v", err)
 	}
 	red := observability.NewRedactor(opts.Env)
-	r := &run{opts: runOpts, pre: pre, sb: sb, dir: dir, rec: rec, red: red, conf: conf, cleanups: []func() error{conf.close},
-		record: &recorder{rec: rec, path: dir.RecordPath(), red: red}, procs: transcripts(dir)}
+	r.red, r.conf, r.cleanups = red, conf, []func() error{conf.close}
+	r.record = &recorder{rec: rec, path: dir.RecordPath(), red: red}
 	if r.log, err = openEventLog(dir.EventsPath(), red); err != nil {
 		return nil, team.Progress{}, errors.Join(errorf(KindInternal, err, "cannot write the event log: %v", err), conf.close())
 	}
 	r.events = &stream{run: dir.ID, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}
 	r.emit(Event{Kind: EventResumed, Resume: &observability.Resume{At: opts.Now().UTC(), FromStatus: rec.Status, FromVerdict: rec.Verdict,
 		FromExitCode: rec.ExitCode, FromError: rec.Error, FromDurationMS: rec.DurationMS, Round: max(from.Reviewed+1, from.Coded)}})
+	for _, n := range opts.Notes {
+		r.emit(Event{Kind: EventWarning, Text: n})
+	}
 	r.emit(Event{Kind: EventPhase, Phase: PhaseSandbox, Text: sb.Path})
 	if conf.report.Mode != isolation.ModeBwrap {
 		r.emit(Event{Kind: EventWarning, Text: noSandboxWarning(conf.report)})
@@ -194,4 +212,13 @@ func (r *run) lastReviewRound(from team.Progress, more int) int {
 		more = max(limit-from.Reviewed, 1)
 	}
 	return max(from.Reviewed+more, from.Coded)
+}
+
+// prNumberOf is the number of the pull request a run worked on; 0 when
+// its record does not say.
+func prNumberOf(rec *observability.Record) int {
+	if rec.PullRequest == nil {
+		return 0
+	}
+	return rec.PullRequest.Number
 }

@@ -32,7 +32,7 @@ type teamRun struct {
 	env []string
 }
 
-func runTeam(t testing.TB, mode observability.Mode, sc modelserver.Scenario, tweak func(*config.Config)) *teamRun {
+func runTeam(t testing.TB, mode observability.Mode, sc modelserver.Scenario, tweak func(*config.Config), extraEnv ...string) *teamRun {
 	t.Helper()
 	claude, gemini := testenv.Claude(t), testenv.Gemini(t)
 	srv, err := modelserver.Start(sc)
@@ -54,7 +54,7 @@ func runTeam(t testing.TB, mode observability.Mode, sc modelserver.Scenario, twe
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	env := append(testenv.Env(t, srv.ClaudeEnv()...), genv...)
+	env := append(append(testenv.Env(t, srv.ClaudeEnv()...), genv...), extraEnv...)
 	r := &teamRun{repo: testenv.Repo(t), srv: srv, cfg: cfg, env: env}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

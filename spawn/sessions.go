@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
@@ -16,23 +17,37 @@ import (
 // session transcripts `claude --resume` reads.
 const sessionsName = "coder-sessions"
 
-// keepSessions copies the coder's sessions out of its private config
-// directory into kept (replacing what kept held), secrets redacted as in
-// every file spawn writes. A coder that never ran has none: nothing is
-// copied.
-func keepSessions(configDir, kept string, red *observability.Redactor) error {
-	src := filepath.Join(configDir, "projects")
-	if _, err := os.Stat(src); errors.Is(err, fs.ErrNotExist) {
+// maxSessionFile bounds one session file spawn keeps.
+const maxSessionFile = 256 << 20
+
+// keepSessions copies the coder's sessions out of its private directory
+// (private: the directory the coder's sandbox shows writable; its config/
+// is CLAUDE_CONFIG_DIR) into kept (replacing what kept held), secrets
+// redacted as in every file spawn writes. The coder could write all of
+// private: it is read through an os.Root, so that no link leads spawn out
+// of it, and only regular files under config/projects are copied. A coder
+// that never ran has none: nothing is copied.
+func keepSessions(private, kept string, red *observability.Redactor) error {
+	root, err := os.OpenRoot(private)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("keep the coder's sessions: %w", err)
+	}
+	defer root.Close()
+	const src = "config/projects"
+	if fi, err := root.Lstat(src); err != nil || !fi.IsDir() {
 		return nil
 	}
 	if err := os.RemoveAll(kept); err != nil {
 		return fmt.Errorf("keep the coder's sessions: %w", err)
 	}
-	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(root.FS(), src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, path)
+		rel, err := filepath.Rel(src, filepath.FromSlash(p))
 		if err != nil {
 			return err
 		}
@@ -43,7 +58,11 @@ func keepSessions(configDir, kept string, red *observability.Redactor) error {
 		case !d.Type().IsRegular():
 			return nil // claude keeps no links there; nothing else is a session
 		}
-		b, err := os.ReadFile(path)
+		info, err := d.Info()
+		if err != nil || info.Size() > maxSessionFile {
+			return err
+		}
+		b, err := root.ReadFile(path.Clean(p))
 		if err != nil {
 			return err
 		}

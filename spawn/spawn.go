@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -49,6 +50,10 @@ type Options struct {
 	// ID is the run's id; "" means a new one (runs.NewID). A caller that
 	// must know the id before the run exists (spawn run --detach) picks it.
 	ID string
+	// Notes are said at the start of the run and kept in its record: what
+	// the repository's configuration asked for that spawn did not do
+	// (config.Loaded.Notes).
+	Notes []string
 }
 
 // Run runs opts.Task in the mode opts.Config names and returns its record,
@@ -61,6 +66,14 @@ type Options struct {
 // cancelling ctx stops the agents gracefully and the run ends interrupted.
 // sink sees every event of the run (nil discards them).
 func Run(ctx context.Context, opts Options, sink Sink) (*observability.Record, error) {
+	if opts.Config.Team.Mode == observability.ModePR {
+		if opts.Now == nil {
+			opts.Now = time.Now
+		}
+		err := errorf(KindUsage, nil, "mode %q is spawn pr's own; set [spawn-team] mode to one of %s, or address a pull request's review with spawn pr <number>",
+			observability.ModePR, strings.Join(modeNames(), ", "))
+		return rejected(opts, opts.Now(), err), err
+	}
 	return run1(ctx, opts, sink, nil, func(ctx context.Context, r *run) (observability.Verdict, error) {
 		return team.Drive(ctx, r.pre.policy, r.opts.Task, r.pre.plan.Base, r)
 	})
@@ -98,6 +111,15 @@ func run1(ctx context.Context, opts Options, sink Sink, gh *hub, drive func(cont
 	}
 	verdict, err := drive(ctx, r)
 	return r.finish(ctx, verdict, err)
+}
+
+// modeNames are the modes a configuration may choose.
+func modeNames() []string {
+	var out []string
+	for _, m := range observability.Modes() {
+		out = append(out, string(m))
+	}
+	return out
 }
 
 // rejected is the record of a run that was never created: no id, no
@@ -188,7 +210,7 @@ func (c *checked) checkAgents(cfg config.Config, env []string, iso isolation.Rep
 	if c.claude, err = agentBinary("claude", cfg.Runners.Claude.Command, "@anthropic-ai/claude-code", env); err != nil {
 		return err
 	}
-	if cfg.Team.Mode.Reviewed() {
+	if cfg.Team.Mode.Reviewed() && (cfg.Team.Mode != observability.ModePR || cfg.GitHub.VerifyFixes) {
 		if c.gemini, err = agentBinary("gemini", cfg.Runners.Gemini.Command, "@google/gemini-cli", env); err != nil {
 			return err
 		}
@@ -230,7 +252,8 @@ type run struct {
 
 	mu       sync.Mutex
 	procs    int               // agent processes started so far, numbering the transcripts
-	tamperN  int               // sandbox_tamper findings so far, numbering them
+	tamperN  int               // security findings spawn made so far, numbering them
+	refused  int               // tool calls the sandbox refused so far
 	homes    map[string]string // reviewer seat -> private GEMINI_CLI_HOME
 	cleanups []func() error    // run by finish
 	warned   map[string]bool   // submodule leftovers already reported
@@ -245,7 +268,11 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 		return nil, errorf(KindInternal, err, "cannot lock %s for a new run: %v", pre.plan.SpawnDir(), err)
 	}
 	defer func() { err = errors.Join(err, unlock()) }()
-	sb, err := pre.plan.Create(ctx)
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, errorf(KindInternal, err, "cannot find spawn's own binary: %v", err)
+	}
+	sb, err := pre.plan.Create(ctx, exe)
 	if err != nil {
 		return nil, errorf(KindInternal, err, "cannot create the sandbox worktree: %v", err)
 	}
@@ -256,7 +283,8 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	if err != nil {
 		return nil, undo(errorf(KindInternal, err, "cannot create the run directory: %v", err))
 	}
-	conf, err := confine(ctx, opts, pre.isolation, sb, dir.Paths)
+	r = &run{opts: opts, pre: pre, sb: sb, dir: dir}
+	conf, err := confine(ctx, opts, pre.isolation, sb, dir.Paths, r.spend.relay, r.spend.allow(opts.Config.Spawn.MaxCostUSD))
 	if err != nil {
 		return nil, undo(errors.Join(errorf(KindInternal, err, "cannot confine the agents: %v", err), dir.Remove()))
 	}
@@ -266,8 +294,8 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	rec := observability.New(id, opts.Task, opts.Config.Team.Mode, started)
 	rec.Repo, rec.Base, rec.Branch, rec.SandboxPath = pre.plan.Repo.Dir, sb.Base, sb.Branch, sb.Path
 	rec.Isolation = conf.record()
-	r = &run{opts: opts, pre: pre, sb: sb, dir: dir, rec: rec, red: red, conf: conf, cleanups: []func() error{conf.close},
-		record: &recorder{rec: rec, path: dir.RecordPath(), red: red}}
+	r.rec, r.red, r.conf, r.cleanups = rec, red, conf, []func() error{conf.close}
+	r.record = &recorder{rec: rec, path: dir.RecordPath(), red: red}
 	if err := r.record.save(); err != nil {
 		return nil, undo(errors.Join(errorf(KindInternal, err, "%v", err), dir.Remove()))
 	}
@@ -285,6 +313,9 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	}
 	snapshot := *rec
 	r.emit(Event{Kind: EventStarted, Record: &snapshot})
+	for _, n := range opts.Notes {
+		r.emit(Event{Kind: EventWarning, Text: n})
+	}
 	r.emit(Event{Kind: EventPhase, Phase: PhaseSandbox, Text: sb.Path})
 	if dirty, err := pre.plan.Dirty(); err != nil {
 		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot tell whether %s has uncommitted changes: %v", pre.plan.Repo.Dir, err)})
@@ -368,7 +399,7 @@ func (r *run) pushLeftovers(ctx context.Context) {
 	if r.gh == nil || r.gh.prNumber() == 0 {
 		return
 	}
-	sha, err := r.gh.push(ctx, r.sb.Repo, r.sb.Branch)
+	sha, err := r.gh.push(ctx, r.sb.Repo, r.sb.Branch, r.sb.Base)
 	if err != nil {
 		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot push the last of the work to the pull request (it is on %s): %v", r.sb.Branch, err)})
 		return
@@ -399,29 +430,42 @@ func (r *run) lastRound() int {
 // known commit, then commits whatever it left uncommitted as spawn: one
 // status of the worktree, then add and commit only when it changed.
 func (r *run) commitLeftovers(ctx context.Context, round int) error {
-	if err := r.reportSubmoduleLeftovers(ctx); err != nil {
-		return err
-	}
 	subject, msg := commitMessage(r.rec.ID, r.opts.Task, round, r.addressed(round))
-	// The coder's own commits are recorded even when committing the rest
-	// failed.
-	commits, sha, err := r.sb.Save(ctx, r.red.String(msg))
+	saved, err := r.sb.Save(ctx, r.conf.helperJail(), r.red.String(msg))
+	r.noteLeftovers(saved.Leftovers)
+	coder := agent{llm: observability.LLMClaude, role: observability.RoleCoder, round: round, cli: "claude"}
+	if len(saved.Removed) > 0 {
+		r.security(coder, observability.FindingSandboxBlocked, observability.SeverityHigh, r.sb.Path,
+			fmt.Sprintf("the coder planted %s in its git store, which would have led git out of it; spawn removed them", strings.Join(saved.Removed, " and ")),
+			"Read the run's branch before merging: an agent that plants git pointers was probably prompt-injected.")
+	}
+	if saved.HeadRef != "" && saved.HeadRef != "refs/heads/"+r.sb.Branch {
+		r.security(coder, observability.FindingSandboxBlocked, observability.SeverityHigh, r.sb.Path,
+			fmt.Sprintf("the coder pointed its git store's HEAD at %s instead of the run's branch; spawn published its commits on %s only, and nothing of yours moved", saved.HeadRef, r.sb.Branch),
+			"Read the run's branch before merging: an agent that redirects its HEAD was probably prompt-injected.")
+	}
 	known := map[string]bool{}
 	r.mu.Lock()
 	for _, c := range r.rec.Commits {
 		known[c.SHA] = true
 	}
 	r.mu.Unlock()
-	for _, c := range commits {
-		if !known[c.SHA] {
+	for _, c := range saved.Own {
+		if !known[c.SHA] && c.SHA != saved.Committed {
 			r.emit(Event{Kind: EventCommit, Round: round, Commit: &observability.Commit{SHA: c.SHA, Message: c.Subject, Iteration: round, LLM: observability.LLMClaude}})
 		}
 	}
-	if err != nil {
-		return r.sandboxError(err, "cannot commit the coder's work in "+r.sb.Path)
+	if saved.Committed != "" && saved.Published == saved.Committed {
+		r.emit(Event{Kind: EventCommit, Round: round, Commit: &observability.Commit{SHA: saved.Committed, Message: r.red.String(subject), Iteration: round, LLM: observability.LLMSpawn}})
 	}
-	if sha != "" {
-		r.emit(Event{Kind: EventCommit, Round: round, Commit: &observability.Commit{SHA: sha, Message: r.red.String(subject), Iteration: round, LLM: observability.LLMSpawn}})
+	if err != nil {
+		if errors.Is(err, sandbox.ErrGone) {
+			return r.sandboxError(err, "")
+		}
+		r.security(coder, observability.FindingSandboxBlocked, observability.SeverityHigh, r.sb.Path,
+			fmt.Sprintf("spawn could not save the coder's work from its sandbox onto %s: %v", r.sb.Branch, err),
+			"The work is still in the worktree; look at it before anything else: a coder that breaks its own git store was probably prompt-injected.")
+		return r.sandboxError(err, "cannot save the coder's work in "+r.sb.Path)
 	}
 	return nil
 }

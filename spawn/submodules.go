@@ -26,11 +26,10 @@ func (r *run) initSubmodules(ctx context.Context) {
 	}
 }
 
-// reportSubmoduleLeftovers warns about work in submodule folders that the
-// branch cannot hold (sandbox.SubmoduleLeftovers), so that it is never
+// noteLeftovers warns, once each, about work in submodule folders that
+// the branch cannot hold (the git helper's Leftovers), so that it is never
 // lost silently.
-func (r *run) reportSubmoduleLeftovers(ctx context.Context) error {
-	left, err := r.sb.SubmoduleLeftovers(ctx)
+func (r *run) noteLeftovers(left []string) {
 	for _, l := range left {
 		r.mu.Lock()
 		seen := r.warned[l]
@@ -43,8 +42,4 @@ func (r *run) reportSubmoduleLeftovers(ctx context.Context) error {
 			r.emit(Event{Kind: EventNote, Text: l})
 		}
 	}
-	if err != nil {
-		return r.sandboxError(err, "cannot check the sandbox's submodules")
-	}
-	return nil
 }

@@ -1,10 +1,13 @@
 package spawn
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 
+	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
@@ -18,6 +21,37 @@ type spend struct {
 	live  map[int]float64 // a running session -> its cost so far
 	next  int
 	shown float64 // the highest total reported: the running total never goes down
+	// relayed is the cost of every answer the model relay forwarded,
+	// priced from the usage it reports: what the agents spent, whether
+	// their CLI or a program they ran asked.
+	relayed float64
+}
+
+// relay adds an answer the relay forwarded.
+func (s *spend) relay(u relay.Usage) {
+	cost := u.ReportedCostUSD
+	if cost == 0 {
+		cost = runners.EstimateCost(u.Model, runners.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.relayed += cost
+}
+
+// allow is the relay's check before it forwards a request: an error once
+// what it forwarded has reached limit (max_cost_usd; 0 is no limit).
+func (s *spend) allow(limit float64) func() error {
+	return func() error {
+		if limit <= 0 {
+			return nil
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.relayed >= limit {
+			return fmt.Errorf("the run's cost budget (max_cost_usd = $%g) is spent: about $%.4f of model answers went through spawn's relay", limit, s.relayed)
+		}
+		return nil
+	}
 }
 
 // start registers a session and returns its key and the run's cost when

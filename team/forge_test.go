@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/prompts"
 )
 
 // forgeRun is a fake run in github mode: the scripted agents, and a log of
@@ -28,10 +29,10 @@ func (f *forgeRun) log(call string) error {
 	return nil
 }
 
-func (f *forgeRun) AfterCode(_ context.Context, round int, replies []observability.CoderReply) error {
+func (f *forgeRun) AfterCode(_ context.Context, round int, said []prompts.Attribution) error {
 	call := fmt.Sprintf("AfterCode %d", round)
-	for _, r := range replies {
-		call += fmt.Sprintf(" %s=%s", r.FindingID[:4], r.Action)
+	for _, a := range said {
+		call += fmt.Sprintf(" %s=%s(%s: %s)", a.FindingID[:4], a.Action, a.By, a.Words)
 	}
 	return f.log(call)
 }
@@ -62,7 +63,7 @@ func TestGitHubModeIsPingpongToldToTheForgeStepByStep(t *testing.T) {
 		"AfterCode 1",
 		"BeforeReview 1 sha1",
 		"AfterReview 1",
-		"AfterCode 2 " + id + "=fixed",
+		"AfterCode 2 " + id + "=fixed(contract: Add adds now)",
 		"BeforeReview 2 sha2",
 		"AfterReview 2",
 		"AfterLoop approved",
@@ -83,4 +84,19 @@ func TestGitHubModeNeedsAForge(t *testing.T) {
 	_, err := Drive(context.Background(), Policy{Mode: observability.ModeGitHub, MaxIterations: 3}, "fix Add", "sha0", newFake(t, nil))
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, ErrNothingToContinue))
+}
+
+// A coder that answers in prose, not the reply contract, still has its
+// words handed to the forge for the finding its prose names.
+func TestTheForgeHearsACodersProse(t *testing.T) {
+	f := &forgeRun{fakeRun: newFake(t, map[string][]string{"all": {
+		say("request_changes", nil, highBug, lowNit),
+		say("approve", []string{highBug.ID, lowNit.ID}),
+	}})}
+	f.says = map[int]string{1: "Fixed both: Add subtracts no more (it adds), and the name is clearer now."}
+	verdict, err := Drive(context.Background(), Policy{Mode: observability.ModeGitHub, MaxIterations: 3}, "fix Add", "sha0", f)
+	require.NoError(t, err)
+	assert.Equal(t, observability.VerdictApproved, verdict)
+	assert.Contains(t, f.calls, "AfterCode 2 "+highBug.ID[:4]+"=(title: Fixed both: Add subtracts no more (it adds), and the name is clearer now)",
+		"the prose names one finding by its title; the other is not named")
 }

@@ -34,6 +34,9 @@ type loop struct {
 	// replies are the coder's replies to the findings of the last fix
 	// prompt; nil before the first fix turn.
 	replies []prompts.CoderReply
+	// said is what the coder's last fix turn says about its findings, by
+	// the contract or in prose (prompts.Attribute), for the forge.
+	said []prompts.Attribution
 }
 
 // seat is one reviewer: a domain of its own (parallel reviewers) or all
@@ -105,16 +108,12 @@ func (l *loop) drive(ctx context.Context) (observability.Verdict, error) {
 }
 
 // coded tells the forge, in github mode, that the coder's turn of round
-// is committed, with its replies to the findings of a fix turn.
+// is committed, with what it said about the findings of a fix turn.
 func (l *loop) coded(ctx context.Context, round int) error {
 	if l.forge == nil {
 		return nil
 	}
-	var replies []observability.CoderReply
-	for _, r := range l.replies {
-		replies = append(replies, observability.CoderReply{Iteration: round, FindingID: r.FindingID, Action: r.Action, Reason: r.Reason})
-	}
-	return l.forge.AfterCode(ctx, round, replies)
+	return l.forge.AfterCode(ctx, round, l.said)
 }
 
 // rounds runs review rounds from first on, each followed by a fix turn
@@ -193,6 +192,7 @@ func (l *loop) fix(ctx context.Context, round int, again bool) error {
 		return err
 	}
 	l.replies = prompts.ParseCoderReplies(l.coder.Text, findingIDs(toFix))
+	l.said = prompts.Attribute(l.coder.Text, toFix)
 	return l.coded(ctx, round+1)
 }
 

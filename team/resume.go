@@ -129,6 +129,7 @@ func Continue(ctx context.Context, p Policy, task, base string, run Run, from Pr
 	case from.CodedDone:
 		if from.Coded > 1 {
 			l.replies = prompts.ParseCoderReplies(from.CoderText, findingIDs(l.openFindings(nil)))
+			l.said = prompts.Attribute(from.CoderText, l.openFindings(nil))
 		}
 		return l.rounds(ctx, from.Coded)
 	case from.Coded == 1:

@@ -52,9 +52,12 @@ type Run interface {
 // method ends the loop.
 type Forge interface {
 	// AfterCode: the coder's turn of round is committed. Push the branch,
-	// open the pull request (or update it); after a fix turn, answer the
-	// threads of the findings the coder replied to (replies).
-	AfterCode(ctx context.Context, round int, replies []observability.CoderReply) error
+	// open the pull request (or update it). After a fix turn, said is what
+	// the coder's final message says about each finding it was asked to
+	// fix (prompts.Attribute: the reply contract, else the findings its
+	// prose names); a finding it does not name is not in it. A thread is
+	// said fixed only once a review round confirms it (AfterReview).
+	AfterCode(ctx context.Context, round int, said []prompts.Attribution) error
 	// BeforeReview: review round is about to review the commit head.
 	BeforeReview(ctx context.Context, round int, head string) error
 	// AfterReview: post round r's reviews, one per seat; close the

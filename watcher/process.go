@@ -69,6 +69,11 @@ type Options struct {
 	// Hurry, when closed, kills the agent's tree at once, with no grace
 	// period (a second Ctrl-C).
 	Hurry <-chan struct{}
+	// Watch, when set, is asked a few times a second while the agent runs
+	// whether one of its limits is reached (its processes, memory or
+	// disk); a non-empty answer stops it as OnEvent's does, and what it
+	// says becomes Outcome.Limit.
+	Watch func() (StopReason, string)
 }
 
 // StopReason says why the watcher stopped an agent.
@@ -82,7 +87,13 @@ const (
 	StopCancelled    StopReason = "cancelled"
 	StopMaxTurns     StopReason = "max_turns"
 	StopMaxCost      StopReason = "max_cost_usd"
+	StopMaxProcesses StopReason = "max_processes"
+	StopMaxMemory    StopReason = "max_memory"
+	StopMaxDisk      StopReason = "max_disk"
 )
+
+// watchEvery is how often Options.Watch is asked.
+const watchEvery = 250 * time.Millisecond
 
 // Outcome is what happened to one agent process.
 type Outcome struct {
@@ -117,6 +128,8 @@ type Outcome struct {
 	// Tool is, when Stopped is StopToolTimeout, the tool call that was
 	// running: a shell tool's command, else the tool's name.
 	Tool string
+	// Limit says, when Watch stopped the agent, what reached the limit.
+	Limit string
 }
 
 // Run starts the agent for turn and supervises it until it exits. Cancelling
@@ -153,6 +166,7 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 		Stdin:  strings.NewReader(cmd.Stdin),
 		Stdout: stdout.w,
 		Stderr: stderr.w,
+		Cage:   cmd.Cage,
 	})
 	// The agent holds its own descriptors: the watcher's close now.
 	closeErr := errors.Join(stdout.closeWriter(), stderr.closeWriter())
@@ -205,7 +219,7 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 		transcriptErr = errors.Join(rerr, tee.err)
 	}()
 
-	out.Stopped = supervise(ctx, p, opts, &lastOutput, limit, tools)
+	out.Stopped, out.Limit = supervise(ctx, p, opts, &lastOutput, limit, tools)
 	if out.Stopped == StopToolTimeout {
 		out.Tool = tools.running()
 	}
@@ -238,7 +252,7 @@ func grace(opts Options) time.Duration {
 // or a timeout fires. Timeouts are timers: they fire on silence too. The
 // silence allowed is opts.ToolTimeout while tools has a call in flight,
 // opts.IdleTimeout otherwise.
-func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *atomic.Int64, limit <-chan StopReason, tools *inFlight) StopReason {
+func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *atomic.Int64, limit <-chan StopReason, tools *inFlight) (StopReason, string) {
 	var total <-chan time.Time
 	if opts.TotalTimeout > 0 {
 		t := time.NewTimer(opts.TotalTimeout)
@@ -260,6 +274,12 @@ func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *a
 		defer idleTimer.Stop()
 		idle = idleTimer.C
 	}
+	var watch <-chan time.Time
+	if opts.Watch != nil {
+		t := time.NewTicker(watchEvery)
+		defer t.Stop()
+		watch = t.C
+	}
 	stop := func(reason StopReason) StopReason {
 		done := make(chan struct{})
 		go func() {
@@ -279,7 +299,7 @@ func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *a
 		case <-opts.Hurry:
 			p.Kill()
 			<-p.Done()
-			return StopCancelled
+			return StopCancelled, ""
 		case reason := <-limit:
 			// SIGINT first: claude then writes its result event.
 			p.Signal(syscall.SIGINT)
@@ -287,22 +307,26 @@ func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *a
 			select {
 			case <-p.Done():
 				t.Stop()
-				return reason
+				return reason, ""
 			case <-t.C:
 			}
-			return stop(reason)
+			return stop(reason), ""
 		case <-p.Done():
 			// The agent is gone, and its reaper took its descendants along.
-			return ""
+			return "", ""
 		case <-ctx.Done():
-			return stop(StopCancelled)
+			return stop(StopCancelled), ""
 		case <-total:
-			return stop(StopTotalTimeout)
+			return stop(StopTotalTimeout), ""
+		case <-watch:
+			if reason, what := opts.Watch(); reason != "" {
+				return stop(reason), what
+			}
 		case <-idle:
 			silent := time.Since(time.Unix(0, lastOutput.Load()))
 			d, reason := allowed()
 			if silent >= d {
-				return stop(reason)
+				return stop(reason), ""
 			}
 			idleTimer.Reset(d - silent)
 		case <-tools.changed:

@@ -40,6 +40,9 @@ type Policy struct {
 	// Options.ToolTimeout); 0 leaves tool calls under IdleTimeout.
 	ToolTimeout time.Duration
 	Grace       time.Duration
+	// Watch is each process's Options.Watch: the limits of the agent's
+	// process tree (its processes, memory and disk).
+	Watch func() (StopReason, string)
 }
 
 // DefaultAnswer is what an unattended agent is told when it asks a question.
@@ -155,7 +158,7 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 			turn.MaxTurns = max(p.MaxTurns-s.Turns, 1)
 		}
 		turn.Allow = allow
-		opts := Options{Env: hooks.Env, Redactor: hooks.Redactor, IdleTimeout: p.IdleTimeout, ToolTimeout: p.ToolTimeout, Grace: p.Grace, Hurry: hooks.Hurry}
+		opts := Options{Env: hooks.Env, Redactor: hooks.Redactor, IdleTimeout: p.IdleTimeout, ToolTimeout: p.ToolTimeout, Grace: p.Grace, Hurry: hooks.Hurry, Watch: p.Watch}
 		if !deadline.IsZero() {
 			opts.TotalTimeout = max(time.Until(deadline), time.Millisecond)
 		}
@@ -330,7 +333,7 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 		if newTurn {
 			t.s.Turns++
 			if ev.Usage != nil {
-				t.s.CostUSD += EstimateCost(t.model, *ev.Usage)
+				t.s.CostUSD += runners.EstimateCost(t.model, *ev.Usage)
 			}
 		}
 		t.lastMsg, t.inTurn = ev.Message, true
@@ -396,7 +399,7 @@ func (t *tracker) finish(res *runners.Result) {
 	case res.Usage.InputTokens+res.Usage.OutputTokens > 0:
 		// The CLI reports its tokens but no price (gemini), and no usage
 		// on the way: the estimate comes from its totals.
-		t.s.CostUSD = max(t.s.CostUSD, t.costBase+EstimateCost(t.model, res.Usage))
+		t.s.CostUSD = max(t.s.CostUSD, t.costBase+runners.EstimateCost(t.model, res.Usage))
 	}
 }
 
@@ -408,11 +411,6 @@ func (t *tracker) denials(res *runners.Result) []runners.Denial {
 	}
 	return t.refused
 }
-
-// newOpus matches the opus models priced at 5/25: opus 4.5 and later
-// minor versions (claude-opus-4-5, claude-opus-4-8[1m]; not the dated
-// claude-opus-4-20250514), and opus 5 on.
-var newOpus = regexp.MustCompile(`opus-(?:4-(?:[5-9]|[1-9][0-9])(?:[^0-9]|$)|[5-9](?:[^0-9]|$))`)
 
 // testCommand matches a shell command that runs a project's tests.
 var testCommand = regexp.MustCompile(`(?:^|[\s;&|(])(?:go test|(?:npm|yarn|pnpm|bun)(?: run)? test|(?:python3? -m )?pytest|cargo test|make (?:test|check)|(?:\./)?gradlew? test|mvn test|npx (?:jest|vitest)|jest|vitest|(?:bundle exec )?rspec|ctest|tox|dotnet test|mix test)\b`)
@@ -466,28 +464,4 @@ func changedFile(tu *runners.ToolUse) string {
 		}
 	}
 	return ""
-}
-
-// EstimateCost prices usage by the model's family, in US dollars per
-// million tokens (input, output): opus 4.5 and later 5/25, earlier opus
-// 15/75, sonnet 3/15, haiku 0.8/4, gemini pro 1.25/10, gemini flash
-// 0.3/2.5; unknown models as the earlier opus, so an estimate errs on the
-// side of stopping early. The CLI's own total, when it reports one,
-// replaces the estimate.
-func EstimateCost(model string, u runners.Usage) float64 {
-	in, out := 15.0, 75.0
-	m := strings.ToLower(model)
-	switch {
-	case newOpus.MatchString(m):
-		in, out = 5, 25
-	case strings.Contains(m, "sonnet"):
-		in, out = 3, 15
-	case strings.Contains(m, "haiku"):
-		in, out = 0.8, 4
-	case strings.Contains(m, "gemini") && strings.Contains(m, "flash"):
-		in, out = 0.3, 2.5
-	case strings.Contains(m, "gemini"):
-		in, out = 1.25, 10
-	}
-	return (float64(u.InputTokens)*in + float64(u.OutputTokens)*out) / 1e6
 }

@@ -95,7 +95,8 @@ func TestDemoWithoutClaudeNamesTheFlag(t *testing.T) {
 // on a fake GitHub: opened, reviewed inline, replied to, resolved, ready.
 func TestDemoInGitHubModeShowsThePullRequestsLife(t *testing.T) {
 	claude, gemini := testenv.Claude(t), testenv.Gemini(t)
-	r := spawnMain(t, testenv.Env(t), "", "demo", "--mode", "github", "--claude", claude, "--gemini", gemini, "--dir", t.TempDir())
+	dir := t.TempDir()
+	r := spawnMain(t, testenv.Env(t), "", "demo", "--mode", "github", "--claude", claude, "--gemini", gemini, "--dir", dir)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "approved (exit 0)")
 	assert.Regexp(t, `pull request #1 "Fix the failing test in calc.go" from spawn/\S+ into main, ready for review`, r.stdout)
@@ -105,4 +106,11 @@ func TestDemoInGitHubModeShowsThePullRequestsLife(t *testing.T) {
 	assert.Contains(t, r.stdout, "success (round 2: approved)")
 	assert.Contains(t, r.stdout, "pull:      ")
 	assert.NotContains(t, r.stdout+r.stderr, demoToken, "the token is redacted")
+
+	// spawn show prints the pull request and its thread: resolved, after
+	// the reply that names the fix and the round that verified it.
+	show := spawnMain(t, testenv.Env(t), "", "show", "--repo", filepath.Join(dir, "calc"), "last")
+	require.Equal(t, 0, show.code, show.stderr)
+	assert.Regexp(t, `pull:      #1 spawn/\S+ -> main  \S+/pull/1`, show.stdout)
+	assert.Regexp(t, `threads:   resolved   calc.go:6 +spawn-demo +Fixed in [0-9a-f]{12}: verified by review round 2`, show.stdout)
 }

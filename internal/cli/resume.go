@@ -63,13 +63,13 @@ func newResumeCmd(d *deps) *cli.Command {
 // (or the record) and returns the continued run's exit code.
 func runResume(ctx context.Context, d *deps, opts *resumeOptions) error {
 	return d.runAgents(opts.JSON, func() (*observability.Record, error) {
-		repo, cfg, err := d.openConfigured(ctx, opts.Repo, opts.Config, opts.Limits)
+		repo, loaded, err := d.openConfigured(ctx, opts.Repo, opts.Config, opts.Limits)
 		if err != nil {
 			return rejected("", err), err
 		}
 		sink := d.progressSink(opts.Progress, opts.JSON, opts.Quiet)
 		defer sink.Close()
-		return spawn.Resume(ctx, spawn.ResumeOptions{Ref: opts.Ref, MoreRounds: opts.MoreRounds, Config: cfg,
+		return spawn.Resume(ctx, spawn.ResumeOptions{Ref: opts.Ref, MoreRounds: opts.MoreRounds, Config: loaded.Config, Notes: loaded.Notes,
 			RepoDir: repo.Dir, Env: d.env, Hurry: d.hurry}, sink)
 	})
 }

@@ -170,13 +170,13 @@ func (d *deps) runAgents(json bool, run func() (*observability.Record, error)) e
 // openConfigured opens the repository that holds dir (repairing its
 // abandoned runs) and loads the configuration for it, with the flags'
 // overrides.
-func (d *deps) openConfigured(ctx context.Context, dir, file string, flags config.Overrides) (*spawn.Repo, config.Config, error) {
+func (d *deps) openConfigured(ctx context.Context, dir, file string, flags config.Overrides) (*spawn.Repo, config.Loaded, error) {
 	repo, err := d.openRepo(ctx, dir)
 	if err != nil {
-		return nil, config.Config{}, err
+		return nil, config.Loaded{}, err
 	}
-	cfg, _, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Env: d.env, Flags: flags})
-	return repo, cfg, err
+	loaded, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Env: d.env, Flags: flags})
+	return repo, loaded, err
 }
 
 // execute assembles the configuration and runs the task. The record is
@@ -188,7 +188,7 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 	}
 	flags := opts.Limits
 	flags.Mode, flags.ClaudeModel, flags.PRBase = observability.Mode(opts.Mode), opts.Model, opts.PRBase
-	cfg, _, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: flags})
+	loaded, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: flags})
 	if err != nil {
 		return rejected(task, err), err
 	}
@@ -202,7 +202,8 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 	defer sink.Close()
 	return spawn.Run(ctx, spawn.Options{
 		Task:    task,
-		Config:  cfg,
+		Config:  loaded.Config,
+		Notes:   loaded.Notes,
 		RepoDir: opts.Repo,
 		Base:    opts.Base,
 		Branch:  opts.Branch,

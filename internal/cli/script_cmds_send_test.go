@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,7 +12,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
-	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
 // await-request API TURN: waits (up to a minute) until a main request to
@@ -52,20 +51,20 @@ func cmdAwaitRequestContains(ts *testscript.TestScript, neg bool, args []string)
 	if len(args) < 2 {
 		return
 	}
-	paths, err := filepath.Glob(filepath.Join(ts.MkAbs(args[1]), ".spawn", "runs", "*", "inbox", "delivered", "*.json"))
+	inboxes, err := filepath.Glob(filepath.Join(ts.MkAbs(args[1]), ".spawn", "runs", "*", "inbox"))
 	ts.Check(err)
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
+	for _, dir := range inboxes {
+		delivered, err := runs.NewInbox(dir).Delivered()
 		ts.Check(err)
-		var m observability.Message
-		ts.Check(json.Unmarshal(b, &m))
-		if !strings.Contains(m.Text, args[0]) || m.DeliveredAt == nil {
-			continue
+		for _, m := range delivered {
+			if !strings.Contains(m.Text, args[0]) || m.DeliveredAt == nil {
+				continue
+			}
+			ts.Logf("send latency for %q: sent %s -> delivered (%s) +%s -> in a model request +%s; sent to model request: %s",
+				args[0], m.SentAt.Format("15:04:05.000"), m.How, m.DeliveredAt.Sub(m.SentAt).Round(time.Millisecond),
+				req.Start.Sub(*m.DeliveredAt).Round(time.Millisecond), req.Start.Sub(m.SentAt).Round(time.Millisecond))
+			return
 		}
-		ts.Logf("send latency for %q: sent %s -> delivered (%s) +%s -> in a model request +%s; sent to model request: %s",
-			args[0], m.SentAt.Format("15:04:05.000"), m.How, m.DeliveredAt.Sub(m.SentAt).Round(time.Millisecond),
-			req.Start.Sub(*m.DeliveredAt).Round(time.Millisecond), req.Start.Sub(m.SentAt).Round(time.Millisecond))
-		return
 	}
 	ts.Fatalf("no delivered message holding %q in the inbox of %s", args[0], args[1])
 }

@@ -51,9 +51,7 @@ func render(rec *observability.Record, v view) string {
 		fmt.Fprintf(&b, "  branch:    %s\n", rec.Branch)
 		fmt.Fprintf(&b, "  worktree:  %s\n", rec.SandboxPath)
 	}
-	if rec.PRURL != nil {
-		fmt.Fprintf(&b, "  pull:      %s\n", *rec.PRURL)
-	}
+	b.WriteString(pullRequest(rec))
 	for i, c := range rec.Commits {
 		label := "commits:"
 		if i > 0 {
@@ -144,7 +142,7 @@ func allowRule(p observability.PermissionRequest) string {
 // roundLimit says, for a reviewed run the round limit stopped with
 // findings open, which limit it was and how to raise it; "" otherwise.
 func roundLimit(rec *observability.Record) string {
-	if rec.Status != observability.StatusSucceeded || rec.Verdict != observability.VerdictChangesRequested {
+	if rec.Status != observability.StatusSucceeded || rec.Verdict != observability.VerdictChangesRequested || rec.Mode == observability.ModePR {
 		return ""
 	}
 	last := 0
@@ -206,6 +204,9 @@ var raiseFlagRE = regexp.MustCompile(`raise it with (--[a-z-]+)`)
 func nextSteps(rec *observability.Record, open int, removed bool) []string {
 	id := rec.ID
 	diff, clean, merge := "spawn diff "+id, "spawn clean "+id, "git merge "+rec.Branch
+	if rec.PRURL != nil {
+		merge = "a merge of its pull request, " + *rec.PRURL
+	}
 	resume := ""
 	if !removed && spawn.Resumable(rec) == nil {
 		resume = "spawn resume " + id
@@ -230,6 +231,8 @@ func nextSteps(rec *observability.Record, open int, removed bool) []string {
 		return []string{"the coder committed nothing before the run stopped: " + resume + " continues it", "or remove the empty branch: " + clean}
 	case len(rec.Commits) == 0:
 		return []string{"nothing to take: the branch holds no change; remove it with " + clean}
+	case rec.Mode == observability.ModePR && rec.PullRequest != nil:
+		return prSteps(rec, open)
 	case rec.Status == observability.StatusSucceeded && rec.Verdict == observability.VerdictApproved:
 		return []string{"approved by the reviewer: take it with " + merge, "then remove its worktree and branch: " + clean}
 	case rec.Status == observability.StatusSucceeded && rec.Verdict == observability.VerdictNone:
@@ -416,4 +419,61 @@ func excerpt(text string, max int) []string {
 		out = append(out, firstLine(line))
 	}
 	return out
+}
+
+// pullRequest is the pull request a run worked on and each of its review
+// threads: where, whose, its state, and what spawn's last reply said (or
+// why spawn left it alone).
+func pullRequest(rec *observability.Record) string {
+	var b strings.Builder
+	switch pr := rec.PullRequest; {
+	case pr != nil:
+		fmt.Fprintf(&b, "  pull:      #%d %s -> %s  %s\n", pr.Number, pr.Head, pr.Base, pr.URL)
+	case rec.PRURL != nil:
+		fmt.Fprintf(&b, "  pull:      %s\n", *rec.PRURL)
+	}
+	for i, t := range rec.GitHubThreads {
+		label := "threads:"
+		if i > 0 {
+			label = ""
+		}
+		where := t.Path
+		if t.Line > 0 {
+			where = fmt.Sprintf("%s:%d", t.Path, t.Line)
+		}
+		fmt.Fprintf(&b, "  %-10s %-10s %-20s %-12s %s\n", label, t.State, where, t.Author, threadSays(t))
+	}
+	return b.String()
+}
+
+// threadSays is what a thread's state rests on: why spawn left it alone,
+// or spawn's last reply in it.
+func threadSays(t observability.GitHubThread) string {
+	if t.State == observability.ThreadSkipped {
+		return "left alone: " + strings.ReplaceAll(string(t.Skipped), "_", " ")
+	}
+	if len(t.Replies) == 0 {
+		return "no reply yet"
+	}
+	r := t.Replies[len(t.Replies)-1]
+	if r.Kind == observability.ReplyCannotResolve && len(t.Replies) > 1 {
+		r = t.Replies[len(t.Replies)-2]
+	}
+	return firstLine(r.Body)
+}
+
+// prSteps are the next steps of a spawn pr run: its work is on the pull
+// request's branch, and its threads say what is settled.
+func prSteps(rec *observability.Record, open int) []string {
+	pr := rec.PullRequest
+	if rec.Status != observability.StatusSucceeded {
+		return []string{fmt.Sprintf("the run ended before it answered every thread; what it pushed is on %s; read pull request #%d: %s", pr.Head, pr.Number, pr.URL)}
+	}
+	switch rec.Verdict {
+	case observability.VerdictApproved:
+		return []string{fmt.Sprintf("spawn's reviewer confirmed the fix of every thread it acted on; each thread names its commits: %s", pr.URL)}
+	case observability.VerdictNone:
+		return []string{fmt.Sprintf("no reviewer checked the fix ([github] verify_fixes is off): read the replies and the change on pull request #%d: %s", pr.Number, pr.URL)}
+	}
+	return []string{fmt.Sprintf("not every thread is settled (%s open, or declined): each says why in its last reply; read pull request #%d: %s", plural(open, "finding"), pr.Number, pr.URL)}
 }

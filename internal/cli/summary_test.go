@@ -112,3 +112,44 @@ func TestSummaryFirstLineNamesTheOutcome(t *testing.T) {
 		assert.NotContains(t, got, "succeeded")
 	}
 }
+
+// A github or pr run's summary (spawn show's) names the pull request and
+// each of its threads: its state, where, whose, and spawn's last word in
+// it or why spawn left it alone.
+func TestSummaryShowsThePullRequestAndItsThreads(t *testing.T) {
+	reply := func(kind observability.ReplyKind, round int, body string) observability.ThreadReply {
+		return observability.ThreadReply{CommentID: 100 + int64(round), Kind: kind, Round: round, Commits: []string{"fedcba9876543210fedcba9876543210fedcba98"}, Body: body}
+	}
+	github := finishedRecord(observability.ModeGitHub, observability.StatusSucceeded, observability.VerdictApproved, 0)
+	url := "https://github.com/acme/calc/pull/3"
+	github.PRURL = &url
+	github.PullRequest = &observability.PullRequest{Number: 3, URL: url, Head: github.Branch, Base: "main", HeadSHA: "0123456789ab", Author: "spawn-bot"}
+	github.GitHubThreads = []observability.GitHubThread{
+		{ID: "PRRT_1", CommentID: 11, Author: "spawn-bot", Path: "calc.go", Line: 19, FindingID: "f1", State: observability.ThreadResolved,
+			Replies: []observability.ThreadReply{reply(observability.ReplyFixed, 2, "Fixed in fedcba98: verified by review round 2 (at fedcba98).\n\nThe coder: the sum starts from zero")}},
+		{ID: "PRRT_2", CommentID: 12, Author: "spawn-bot", Path: "calc.go", Line: 17, FindingID: "f2", State: observability.ThreadFixed,
+			Replies: []observability.ThreadReply{reply(observability.ReplyFixed, 2, "Fixed in fedcba98: verified by review round 2 (at fedcba98)."),
+				reply(observability.ReplyCannotResolve, 2, "spawn's token cannot resolve review threads: please resolve this one.")}},
+	}
+
+	pr := finishedRecord(observability.ModePR, observability.StatusSucceeded, observability.VerdictChangesRequested, 3)
+	pr.Task = "Address the review of pull request #1: Add Total"
+	url1 := "https://github.com/acme/calc/pull/1"
+	pr.PRURL = &url1
+	pr.PullRequest = &observability.PullRequest{Number: 1, URL: url1, Head: "feature", Base: "main", HeadSHA: "0123456789ab", Author: "alice"}
+	pr.ReviewFeedback = []observability.ReviewFeedback{reviewRound(1, observability.ReviewRequestChanges, observability.Finding{ID: "a1", Severity: observability.SeverityMedium,
+		Domain: "general_polish", File: "calc.go", Line: 5, Title: "Explain the sum", Detail: "no comment yet", Status: observability.FindingOpen})}
+	pr.GitHubThreads = []observability.GitHubThread{
+		{ID: "PRRT_1", CommentID: 1, Author: "bob", Path: "calc.go", Line: 19, FindingID: "b1", State: observability.ThreadFixed,
+			Replies: []observability.ThreadReply{reply(observability.ReplyFixed, 1, "Fixed in fedcba98: confirmed by spawn's reviewer in check round 1 (at fedcba98).")}},
+		{ID: "PRRT_2", CommentID: 2, Author: "carol", Path: "calc.go", Line: 5, FindingID: "a1", State: observability.ThreadOpen,
+			Replies: []observability.ThreadReply{reply(observability.ReplyStillOpen, 1, "Still open after spawn's check round 1 (at fedcba98): no comment yet")}},
+		{ID: "PRRT_3", CommentID: 3, Author: "eve", Path: "calc.go", Line: 17, State: observability.ThreadSkipped, Skipped: observability.SkipUntrusted},
+		{ID: "PRRT_4", CommentID: 4, Author: "bob", Path: "README.md", State: observability.ThreadSkipped, Skipped: observability.SkipOutdated},
+	}
+	for name, rec := range map[string]*observability.Record{"github": github, "pr": pr} {
+		t.Run(name, func(t *testing.T) {
+			golden(t, "summary-"+name+".txt", summary(rec))
+		})
+	}
+}

@@ -19,9 +19,47 @@ var ErrNotRepo = errors.New("not a git repository")
 type Repo struct {
 	Dir string   // the top of the work tree
 	Env []string // the environment git runs with
+	// Config is configuration given to every git command of the Repo
+	// (-c KEY=VALUE, in order), over the repository's own: Hardened for a
+	// repository whose configuration the coder wrote.
+	Config []string
+	// ObjectFormat is the repository's hash ("sha1" or "sha256") when
+	// OpenAt learned it; "" otherwise.
+	ObjectFormat string
 	// common is the repository's shared .git directory when Open or
 	// AddWorktree learned it on the way; CommonDir asks git otherwise.
 	common string
+}
+
+// Hardened is the configuration under which spawn's git reads a
+// repository the coder wrote: no repository-configured program runs (no
+// fsmonitor, hooks, external diff, pager, editor, credential helper,
+// signing program, transport), no automatic maintenance runs, and nothing
+// is fetched. Filters and textconv drivers still run when the repository
+// defines them: git cannot turn those off by name, so such git runs only
+// where the coder's own processes run (see spawn/sandbox).
+var Hardened = []string{
+	"core.fsmonitor=false", "core.hooksPath=/dev/null", "core.pager=cat", "core.editor=false", "core.askPass=",
+	"core.sshCommand=false", "credential.helper=", "diff.external=", "protocol.allow=never",
+	"commit.gpgSign=false", "tag.gpgSign=false", "gc.auto=0", "maintenance.auto=false",
+	"core.untrackedCache=false", "status.showUntrackedFiles=all", "submodule.recurse=false",
+}
+
+// args is argv after "git": r's Config as -c pairs, then args.
+func (r Repo) args(args []string) []string {
+	if len(r.Config) == 0 {
+		return args
+	}
+	out := make([]string, 0, 2*len(r.Config)+len(args))
+	for _, kv := range r.Config {
+		out = append(out, "-c", kv)
+	}
+	return append(out, args...)
+}
+
+// cmd is git with args in r's work tree.
+func (r Repo) cmd(args ...string) proc.Cmd {
+	return proc.Cmd{Path: "git", Args: r.args(args), Dir: r.Dir, Env: r.Env}
 }
 
 // Commit is one commit on a branch.
@@ -38,11 +76,12 @@ func Open(ctx context.Context, dir string, env []string) (Repo, error) {
 
 // OpenAt finds the work tree that holds dir and, unless rev is "", the
 // commit rev names: sha is "" when it names none. One git process learns
-// the top of the work tree, the repository's .git and the commit.
+// the top of the work tree, the repository's .git, its object format and
+// the commit.
 func OpenAt(ctx context.Context, dir string, env []string, rev string) (r Repo, sha string, err error) {
-	args, want := []string{"rev-parse", "--show-toplevel", "--git-common-dir"}, 2
+	args, want := []string{"rev-parse", "--show-toplevel", "--git-common-dir", "--show-object-format"}, 3
 	if rev != "" {
-		args, want = append(args, "--verify", "--quiet", "--end-of-options", rev+"^{commit}"), 3
+		args, want = append(args, "--verify", "--quiet", "--end-of-options", rev+"^{commit}"), 4
 	}
 	out, err := proc.Run(ctx, proc.Cmd{Path: "git", Args: args, Dir: dir, Env: env})
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
@@ -53,21 +92,21 @@ func OpenAt(ctx context.Context, dir string, env []string, rev string) (r Repo, 
 		return Repo{}, "", fmt.Errorf("git rev-parse in %s printed %q", dir, out)
 	case errors.As(err, &exit) && strings.Contains(exit.Stderr, "not a git repository"):
 		return Repo{}, "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
-	case rev != "" && errors.As(err, &exit) && exit.Code == 1 && len(lines) == 2:
+	case rev != "" && errors.As(err, &exit) && exit.Code == 1 && len(lines) == 3:
 		// The repository is there; rev names no commit.
 	default:
 		return Repo{}, "", err
 	}
-	r = Repo{Dir: lines[0], Env: env, common: from(dir, lines[1])}
-	if len(lines) > 2 {
-		sha = lines[2]
+	r = Repo{Dir: lines[0], Env: env, ObjectFormat: lines[2], common: from(dir, lines[1])}
+	if len(lines) > 3 {
+		sha = lines[3]
 	}
 	return r, sha, nil
 }
 
 // Run runs git with args in the work tree and returns its trimmed stdout.
 func (r Repo) Run(ctx context.Context, args ...string) (string, error) {
-	out, err := proc.Run(ctx, proc.Cmd{Path: "git", Args: args, Dir: r.Dir, Env: r.Env})
+	out, err := proc.Run(ctx, r.cmd(args...))
 	return strings.TrimRight(string(out), "\n"), err
 }
 
@@ -149,7 +188,7 @@ type Status struct {
 // Changes reads the work tree's Status with one `git status
 // --porcelain=v2 -z --branch --untracked-files=all`.
 func (r Repo) Changes(ctx context.Context) (Status, error) {
-	out, err := proc.Run(ctx, proc.Cmd{Path: "git", Args: []string{"status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"}, Dir: r.Dir, Env: r.Env})
+	out, err := proc.Run(ctx, r.cmd("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all"))
 	if err != nil {
 		return Status{}, fmt.Errorf("read the status: %w", err)
 	}
@@ -222,18 +261,19 @@ func (r Repo) CommitPaths(ctx context.Context, msg string, paths []string) (stri
 		return "", nil
 	}
 	list := strings.Join(paths, "\x00") + "\x00"
-	if _, err := proc.Run(ctx, proc.Cmd{Path: "git", Args: []string{"--literal-pathspecs", "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"},
-		Dir: r.Dir, Env: r.Env, Stdin: strings.NewReader(list)}); err != nil {
+	add := r.cmd("--literal-pathspecs", "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul")
+	add.Stdin = strings.NewReader(list)
+	if _, err := proc.Run(ctx, add); err != nil {
 		return "", fmt.Errorf("stage changes: %w", err)
 	}
 	// maintenance.auto=false: a commit of spawn's does not start git's
 	// automatic maintenance (a process at every commit, and a repack of the
 	// user's repository in the middle of a run when it finds work).
 	commit := []string{"-c", "core.abbrev=no", "-c", "maintenance.auto=false", "commit", "--no-verify", "-m", msg}
-	out, err := proc.Run(ctx, proc.Cmd{Path: "git", Args: append([]string{"-c", "user.useConfigOnly=true"}, commit...), Dir: r.Dir, Env: r.Env})
+	out, err := proc.Run(ctx, r.cmd(append([]string{"-c", "user.useConfigOnly=true"}, commit...)...))
 	var exit *proc.ExitError
 	if err != nil && errors.As(err, &exit) && noIdentity(exit.Stderr) {
-		out, err = proc.Run(ctx, proc.Cmd{Path: "git", Args: append([]string{"-c", "user.name=spawn", "-c", "user.email=spawn@localhost"}, commit...), Dir: r.Dir, Env: r.Env})
+		out, err = proc.Run(ctx, r.cmd(append([]string{"-c", "user.name=spawn", "-c", "user.email=spawn@localhost"}, commit...)...))
 	}
 	if err != nil {
 		if errors.As(err, &exit) && nothingToCommit(string(out)+exit.Stderr) {

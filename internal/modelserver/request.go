@@ -12,12 +12,14 @@ import (
 const (
 	APIAnthropic = "anthropic"
 	APIGemini    = "gemini"
+	APIOpenAI    = "openai"
 )
 
 // Request is one HTTP request the server received, as logged.
 type Request struct {
-	// API is APIAnthropic (/v1/messages...), APIGemini (/v1beta/models/...)
-	// or "" for anything else (claude's HEAD / warm-up, unknown paths).
+	// API is APIAnthropic (/v1/messages...), APIGemini (/v1beta/models/...),
+	// APIOpenAI (/v1/responses...) or "" for anything else (claude's HEAD /
+	// warm-up, unknown paths).
 	API string
 	// Method is the HTTP method (POST, or HEAD for claude's warm-up).
 	Method string
@@ -29,10 +31,12 @@ type Request struct {
 	Header http.Header
 	// Body is the request body (decompressed if it was gzipped).
 	Body json.RawMessage
-	// Model is body.model (anthropic) or the model named in the path (gemini).
+	// Model is body.model (anthropic, openai) or the model named in the path
+	// (gemini).
 	Model string
 	// Main is true for a main agent turn: a request that declares tools,
-	// to anthropic /v1/messages or gemini :streamGenerateContent. Side
+	// to anthropic /v1/messages, gemini :streamGenerateContent or openai
+	// /v1/responses. Side
 	// requests (claude's session title, which has no tools; gemini's router,
 	// summaries and checks via :generateContent), token counts and HEAD are
 	// not main: they get a short answer and consume no turn.
@@ -53,33 +57,41 @@ type Request struct {
 	// (zero while in flight). Overlapping [Start, End] intervals show that
 	// concurrent requests were served concurrently.
 	Start, End time.Time
-	// SessionID is claude's X-Claude-Code-Session-Id header, if any.
+	// SessionID is claude's X-Claude-Code-Session-Id header or codex's
+	// Thread-Id header (the thread id `codex exec resume` takes), if any.
 	SessionID string
 }
 
 // ToolResultSeen is one tool result found in a request's history: an
-// anthropic tool_result block or a gemini functionResponse part.
+// anthropic tool_result block, a gemini functionResponse part or an openai
+// function_call_output / custom_tool_call_output item.
 type ToolResultSeen struct {
-	// ID is the tool_use_id / functionResponse id.
+	// ID is the tool_use_id / functionResponse id / call_id.
 	ID string
 	// Name is the tool's name: the functionResponse name (gemini) or the
-	// name of the tool_use with the same id in the history (anthropic; "" if
-	// that tool_use is not in the history).
+	// name of the tool_use (anthropic) or function_call / custom_tool_call
+	// (openai) with the same id in the history ("" if that call is not in
+	// the history).
 	Name string
 	// IsError is tool_result.is_error (anthropic) or the presence of an
-	// "error" key in the functionResponse response (gemini).
+	// "error" key in the functionResponse response (gemini). OpenAI outputs
+	// carry no error flag: it is always false for them, and a failure shows
+	// only in Content ("Process exited with code 1", "apply_patch
+	// verification failed...").
 	IsError bool
 	// Content is the result text: tool_result content (its text blocks
-	// joined by "\n" when it is a list), or the functionResponse's
+	// joined by "\n" when it is a list), the functionResponse's
 	// response.output / response.error string (the response as JSON when
-	// neither is a string).
+	// neither is a string), or the openai output (its text items joined by
+	// "\n" when it is a list).
 	Content string
 }
 
 // UserTexts returns every user text part of the request, in order:
 // anthropic messages[].content text blocks (or string content) of role
-// "user"; gemini contents[].parts[].text of role "user". Tool results are not
-// included. It returns nil for a body it cannot parse.
+// "user"; gemini contents[].parts[].text of role "user"; openai input[]
+// messages of role "user", their input_text items (codex's first one is its
+// <environment_context>). Tool results are not included. It returns nil for a body it cannot parse.
 func (r Request) UserTexts() []string {
 	c, err := parseConversation(r.API, r.Body)
 	if err != nil {
@@ -99,7 +111,7 @@ func (r Request) ToolResults() []ToolResultSeen {
 }
 
 // conversation is what the server needs from a request body, common to
-// both APIs.
+// every API.
 type conversation struct {
 	userTexts      []string
 	assistantTexts []string
@@ -114,6 +126,9 @@ type conversation struct {
 	// responseSchema); jsonMime is responseMimeType application/json.
 	jsonSchema any
 	jsonMime   bool
+	// customTools are the names of the openai tools declared as "custom"
+	// (freeform input, such as codex's apply_patch).
+	customTools map[string]bool
 }
 
 func parseConversation(api string, body []byte) (conversation, error) {
@@ -122,6 +137,8 @@ func parseConversation(api string, body []byte) (conversation, error) {
 		return parseAnthropic(body)
 	case APIGemini:
 		return parseGemini(body)
+	case APIOpenAI:
+		return parseOpenAI(body)
 	}
 	return conversation{}, nil
 }
@@ -319,9 +336,11 @@ func geminiResult(id, name string, resp map[string]any) ToolResultSeen {
 // workdirPatterns find the agent's working directory in the texts a CLI
 // sends. claude 2.1.197: " - Primary working directory: /x" in system[2];
 // gemini 0.61.0: "- **Workspace Directories:**\n  - /x" in the
-// <session_context> user part. The last two are older phrasings.
+// <session_context> user part; codex 0.171.0: "<cwd>/x</cwd>" in the
+// <environment_context> user message. The last two are older phrasings.
 var workdirPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`Primary working directory: *([^\n]+)`),
+	regexp.MustCompile(`<cwd>([^<\n]+)</cwd>`),
 	regexp.MustCompile(`Workspace Directories:?\**:?[ \t]*\n[ \t]*- *([^\n]+)`),
 	regexp.MustCompile(`(?m)^[ \t-]*Working directory: *([^\n]+)`),
 	regexp.MustCompile(`currently working in the directory: *([^\n]+)`),
@@ -337,4 +356,117 @@ func (c conversation) workdir() string {
 		}
 	}
 	return ""
+}
+
+type openaiRequest struct {
+	Model        string          `json:"model"`
+	Stream       bool            `json:"stream"`
+	Instructions string          `json:"instructions"`
+	Input        json.RawMessage `json:"input"`
+	Tools        []openaiTool    `json:"tools"`
+}
+
+type openaiTool struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}
+
+// openaiItem is one item of a Responses API input: a message, a tool call
+// or a tool call's output.
+type openaiItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	CallID  string          `json:"call_id"`
+	Name    string          `json:"name"`
+	Output  json.RawMessage `json:"output"`
+}
+
+// openaiContent is one content item of a message or a tool output.
+type openaiContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// openaiTexts reads content that is either a string or a list of content
+// items, and returns the texts of its text items (input_text, output_text,
+// text).
+func openaiTexts(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return []string{s}, nil
+	}
+	var items []openaiContent
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, it := range items {
+		switch it.Type {
+		case "input_text", "output_text", "text":
+			out = append(out, it.Text)
+		}
+	}
+	return out, nil
+}
+
+func parseOpenAI(body []byte) (conversation, error) {
+	var req openaiRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return conversation{}, err
+	}
+	c := conversation{model: req.Model, stream: req.Stream, hasTools: len(req.Tools) > 0, customTools: map[string]bool{}}
+	for _, t := range req.Tools {
+		if t.Type == "custom" {
+			c.customTools[t.Name] = true
+		}
+	}
+	if req.Instructions != "" {
+		c.contextTexts = append(c.contextTexts, req.Instructions)
+	}
+	var items []openaiItem
+	var prompt string
+	if err := json.Unmarshal(req.Input, &prompt); err == nil {
+		items = []openaiItem{{Type: "message", Role: "user", Content: req.Input}}
+	} else if len(req.Input) > 0 {
+		if err := json.Unmarshal(req.Input, &items); err != nil {
+			return conversation{}, err
+		}
+	}
+	names := map[string]string{}
+	for _, it := range items {
+		switch it.Type {
+		case "", "message":
+			texts, err := openaiTexts(it.Content)
+			if err != nil {
+				return conversation{}, err
+			}
+			for _, t := range texts {
+				switch it.Role {
+				case "user":
+					c.userTexts = append(c.userTexts, t)
+					c.contextTexts = append(c.contextTexts, t)
+				case "assistant":
+					c.assistantTexts = append(c.assistantTexts, t)
+				default: // developer, system
+					c.contextTexts = append(c.contextTexts, t)
+				}
+			}
+		case "function_call", "custom_tool_call":
+			names[it.CallID] = it.Name
+		case "function_call_output", "custom_tool_call_output":
+			texts, err := openaiTexts(it.Output)
+			if err != nil {
+				texts = []string{string(it.Output)}
+			}
+			c.toolResults = append(c.toolResults, ToolResultSeen{ID: it.CallID, Content: strings.Join(texts, "\n")})
+		}
+	}
+	for i := range c.toolResults {
+		c.toolResults[i].Name = names[c.toolResults[i].ID]
+	}
+	return c, nil
 }

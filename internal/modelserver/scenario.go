@@ -14,6 +14,9 @@ import (
 type Scenario struct {
 	Anthropic []Script `json:"anthropic"`
 	Gemini    []Script `json:"gemini"`
+	// OpenAI scripts answer the OpenAI Responses API (what `codex exec`
+	// calls).
+	OpenAI []Script `json:"openai"`
 }
 
 // Script is the conversation of one agent process (or session). Match
@@ -36,7 +39,8 @@ type Script struct {
 type Turn struct {
 	// Text is said before the tool calls (or alone).
 	Text string `json:"text,omitempty"`
-	// Tools are Anthropic tool_use blocks / Gemini functionCall parts, in order.
+	// Tools are Anthropic tool_use blocks / Gemini functionCall parts /
+	// OpenAI function_call or custom_tool_call items, in order.
 	Tools []ToolCall `json:"tools,omitempty"`
 	// Error makes the server answer with this HTTP error instead, Error.Times
 	// times (0: always), then answer the turn normally.
@@ -56,11 +60,18 @@ type ToolCall struct {
 	// for results carrying it.
 	ID string `json:"id"`
 	// Name is the CLI's tool name: Write, Edit, Bash, Read... for claude;
-	// write_file, read_file, run_shell_command... for gemini.
+	// write_file, read_file, run_shell_command... for gemini;
+	// exec_command, apply_patch... for codex.
 	Name string `json:"name"`
 	// Input is the tool's input (claude) or args (gemini). It must satisfy
 	// the tool's schema: claude's Write needs an absolute file_path, so use
 	// "{{workdir}}/file".
+	//
+	// For OpenAI the request says which shape a tool takes: a tool it
+	// declares as "custom" (codex's freeform apply_patch) is answered with a
+	// custom_tool_call whose raw input is Input["input"], a string (the
+	// patch); any other name with a function_call whose arguments are Input
+	// as a JSON string ({"cmd": "..."} for exec_command).
 	Input map[string]any `json:"input"`
 }
 
@@ -73,6 +84,13 @@ type HTTPError struct {
 	// Times is how many requests get the error before the turn is answered
 	// normally; 0 means always. The count is kept per server and turn.
 	Times int `json:"times"`
+	// ResetsIn, on an OpenAI 429, makes the error a usage limit that resets
+	// this long after the answer, as ChatGPT's Codex backend reports one:
+	// error.type "usage_limit_reached" with resets_at (Unix seconds) and
+	// resets_in_seconds in the body, and x-codex-primary-* rate-limit
+	// headers saying the 5-hour window is used up. The other APIs, and
+	// other statuses, ignore it. It must not be negative.
+	ResetsIn Duration `json:"resets_in,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes JSON as a Go duration
@@ -141,6 +159,9 @@ func (sc Scenario) Validate() error {
 					if e.Times < 0 {
 						errs = append(errs, fmt.Errorf("%s: negative error times", at))
 					}
+					if e.ResetsIn < 0 {
+						errs = append(errs, fmt.Errorf("%s: negative error resets_in", at))
+					}
 				}
 				for ci, c := range t.Tools {
 					cat := fmt.Sprintf("%s.tools[%d]", at, ci)
@@ -162,5 +183,6 @@ func (sc Scenario) Validate() error {
 	}
 	check("anthropic", sc.Anthropic)
 	check("gemini", sc.Gemini)
+	check("openai", sc.OpenAI)
 	return errors.Join(errs...)
 }

@@ -28,7 +28,7 @@ const DefaultMaxRequests = 50
 // CLI ends its session.
 const FinalText = "done."
 
-// APIKey is the API key put in the environment of both CLIs. The server
+// APIKey is the API key put in the environment of every CLI. The server
 // accepts any key.
 const APIKey = "test-key"
 
@@ -165,6 +165,19 @@ func (s *Server) ClaudeEnv() []string {
 		"ANTHROPIC_API_KEY=" + APIKey,
 		"CLAUDE_CODE_MAX_RETRIES=0",
 	}
+}
+
+// OpenAIBaseURL returns the base URL of the server's OpenAI Responses API,
+// URL()+"/v1": the base_url of the model provider codex is given (codex
+// posts to <base_url>/responses).
+func (s *Server) OpenAIBaseURL() string { return s.url + "/v1" }
+
+// CodexEnv returns the environment entries codex needs besides the model
+// provider its runner configures (base_url OpenAIBaseURL, env_key
+// OPENAI_API_KEY, retries 0): OPENAI_API_KEY=test-key. Callers add
+// CODEX_HOME, an existing private directory.
+func (s *Server) CodexEnv() []string {
+	return []string{"OPENAI_API_KEY=" + APIKey}
 }
 
 // GeminiEnv prepares home as gemini's HOME and returns the environment
@@ -309,6 +322,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case m != nil:
 		x.rec.API = APIGemini
 		x.rec.Model = m[1]
+	case r.URL.Path == "/v1/responses" || strings.HasPrefix(r.URL.Path, "/v1/responses/"):
+		x.rec.API = APIOpenAI
+		x.rec.SessionID = r.Header.Get("Thread-Id")
 	}
 	s.mu.Lock()
 	x.idx = len(s.requests)
@@ -339,6 +355,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		x.geminiGenerate(false)
 	case x.rec.API == APIGemini && m[2] == "countTokens":
 		x.writeJSON(http.StatusOK, map[string]any{"totalTokens": inputTokens})
+	case x.rec.API == APIOpenAI && r.URL.Path == "/v1/responses":
+		x.openaiResponses()
 	default:
 		x.notFound()
 	}
@@ -357,8 +375,8 @@ func readBody(r *http.Request) ([]byte, error) {
 	return io.ReadAll(rd)
 }
 
-// notFound answers 404 with a body both CLIs can read: it has the fields of
-// an Anthropic error and of a Google API error.
+// notFound answers 404 with a body every CLI can read: it has the fields of
+// an Anthropic error, of a Google API error and of an OpenAI error.
 func (x *exchange) notFound() {
 	msg := fmt.Sprintf("modelserver: no route for %s %s", x.r.Method, x.r.URL.Path)
 	x.writeJSON(http.StatusNotFound, map[string]any{
@@ -374,8 +392,22 @@ func (x *exchange) serverError(status int, msg string) {
 	x.apiError(status, msg)
 }
 
+// scriptedError answers a turn's scripted error in the shape of the
+// request's API.
+func (x *exchange) scriptedError(e *HTTPError) {
+	if x.rec.API == APIOpenAI {
+		x.openaiError(e.Status, e.Message, time.Duration(e.ResetsIn))
+		return
+	}
+	x.apiError(e.Status, e.Message)
+}
+
 // apiError answers status with the error body of the request's API.
 func (x *exchange) apiError(status int, msg string) {
+	if x.rec.API == APIOpenAI {
+		x.openaiError(status, msg, 0)
+		return
+	}
 	if status == http.StatusTooManyRequests || status >= 500 {
 		x.w.Header().Set("Retry-After", "0")
 	}
@@ -439,9 +471,13 @@ func googleStatus(status int) string {
 
 // nextMessageID returns an Anthropic message id never used before by this
 // server (claude merges assistant messages that share an id).
-func (s *Server) nextMessageID() string {
+func (s *Server) nextMessageID() string { return s.nextID("msg") }
+
+// nextID returns an id with the given prefix ("msg", "resp", "fc"...)
+// never used before by this server.
+func (s *Server) nextID(prefix string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.msgSeq++
-	return fmt.Sprintf("msg_fake_%s_%04d", s.token, s.msgSeq)
+	return fmt.Sprintf("%s_fake_%s_%04d", prefix, s.token, s.msgSeq)
 }

@@ -18,7 +18,7 @@ type reply struct {
 	tools []ToolCall
 }
 
-// mainTurn does what is common to a main request of either API: the loop
+// mainTurn does what is common to a main request of every API: the loop
 // guard, script and turn selection, delay, hang and scripted errors. It
 // returns the reply to send, or ok false when the request has already been
 // answered with an error. A request whose delay or hang ends because the
@@ -66,7 +66,7 @@ func (x *exchange) mainTurn(scripts []Script, c conversation) (rp reply, ok bool
 		}
 		s.mu.Unlock()
 		if send {
-			x.apiError(e.Status, e.Message)
+			x.scriptedError(e)
 			return reply{}, false
 		}
 	}

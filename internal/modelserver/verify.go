@@ -20,7 +20,7 @@ func (s *Server) Verify() error {
 	for _, api := range []struct {
 		name    string
 		scripts []Script
-	}{{APIAnthropic, s.sc.Anthropic}, {APIGemini, s.sc.Gemini}} {
+	}{{APIAnthropic, s.sc.Anthropic}, {APIGemini, s.sc.Gemini}, {APIOpenAI, s.sc.OpenAI}} {
 		for si, script := range api.scripts {
 			for ti := range script.Turns {
 				if !served[turnKey{api: api.name, script: si, turn: ti}] {

@@ -48,6 +48,23 @@ type Cmd struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
+	// Cage, for an agent (Start), is what its reaper does before it starts
+	// the agent, so that the agent and everything it starts inherit it:
+	// join cgroups, set resource limits. Nil does neither.
+	Cage *Cage
+}
+
+// Cage is where an agent's process tree is held: the cgroup directories
+// its reaper joins (their cgroup.procs), and the resource limits it sets.
+type Cage struct {
+	Cgroups []string `json:"cgroups,omitempty"`
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+}
+
+// Rlimit is one resource limit (setrlimit), soft and hard alike.
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Limit    uint64 `json:"limit"`
 }
 
 // ExitError is returned by Run when the command ran and exited non-zero.
@@ -65,13 +82,17 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("%s: exit status %d: %s", strings.Join(e.Argv, " "), e.Code, msg)
 }
 
-// Run runs c to completion and returns its standard output. A non-zero exit
-// is an *ExitError carrying stderr. Cancelling ctx kills the process tree.
-// Run is for short commands such as git, which it starts directly, without
-// a reaper: if spawn dies while one runs, it runs to its end.
+// Run runs c to completion and returns its standard output, or nil when
+// c.Stdout is set (the output went there). A non-zero exit is an
+// *ExitError carrying stderr. Cancelling ctx kills the process tree. Run
+// is for short commands such as git, which it starts directly, without a
+// reaper: if spawn dies while one runs, it runs to its end.
 func Run(ctx context.Context, c Cmd) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
-	c.Stdout, c.Stderr = &stdout, &stderr
+	if c.Stdout == nil {
+		c.Stdout = &stdout
+	}
+	c.Stderr = &stderr
 	if c.Stdin == nil {
 		c.Stdin = strings.NewReader("")
 	}

@@ -1,12 +1,14 @@
 package proc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -23,6 +25,7 @@ import (
 const (
 	reaperArg0 = "spawn-reaper"
 	reaperEnv  = "SPAWN_PROC_REAPER"
+	cageEnv    = "SPAWN_PROC_CAGE" // the agent's Cage, as JSON; removed from its environment too
 	selfExe    = "/proc/self/exe"
 )
 
@@ -114,6 +117,13 @@ func startReaper(c Cmd) (*Process, error) {
 	cmd := exec.Command(selfExe)
 	cmd.Args = append([]string{reaperArg0, path, c.Path}, c.Args...)
 	cmd.Env = append(withoutReaperEnv(c.Env), reaperEnv+"="+strconv.Itoa(os.Getpid()))
+	if c.Cage != nil {
+		b, err := json.Marshal(c.Cage)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("start %s: %w", c.Path, err), statusR.Close(), statusW.Close())
+		}
+		cmd.Env = append(cmd.Env, cageEnv+"="+string(b))
+	}
 	cmd.Dir = c.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	cmd.ExtraFiles = []*os.File{statusW}
@@ -142,15 +152,40 @@ func startReaper(c Cmd) (*Process, error) {
 	return nil, fmt.Errorf("start %s: %w", c.Path, err)
 }
 
-// withoutReaperEnv returns env without reaperEnv, never nil.
+// withoutReaperEnv returns env without reaperEnv and cageEnv, never nil.
 func withoutReaperEnv(env []string) []string {
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, reaperEnv+"=") {
+		if !strings.HasPrefix(kv, reaperEnv+"=") && !strings.HasPrefix(kv, cageEnv+"=") {
 			out = append(out, kv)
 		}
 	}
 	return out
+}
+
+// enterCage joins the cgroups and sets the resource limits of the cage
+// cageEnv describes, if any, in the reaper: the agent inherits both.
+func enterCage() error {
+	v := os.Getenv(cageEnv)
+	if v == "" {
+		return nil
+	}
+	var c Cage
+	if err := json.Unmarshal([]byte(v), &c); err != nil {
+		return fmt.Errorf("read the agent's cage: %w", err)
+	}
+	for _, dir := range c.Cgroups {
+		// "0" is the writing process.
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0o644); err != nil {
+			return fmt.Errorf("join the cgroup %s: %w", dir, err)
+		}
+	}
+	for _, r := range c.Rlimits {
+		if err := syscall.Setrlimit(r.Resource, &syscall.Rlimit{Cur: r.Limit, Max: r.Limit}); err != nil {
+			return fmt.Errorf("set resource limit %d: %w", r.Resource, err)
+		}
+	}
+	return nil
 }
 
 // The reaper reports on fd 3, in one line, then closes it: "ok <pid>" once
@@ -220,6 +255,10 @@ func reap() int {
 	}
 	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
 		report("error prctl(PR_SET_CHILD_SUBREAPER): %v", e)
+		return 1
+	}
+	if err := enterCage(); err != nil {
+		report("error %v", err)
 		return 1
 	}
 	agent, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{

@@ -1,12 +1,16 @@
 // Package relay is a run's model-API relay: an HTTP reverse proxy on
-// 127.0.0.1 that the agent CLIs use as their API base. The agents hold a
-// throwaway key made for the run; the relay accepts only that key, drops
-// it, and adds the real credential on the way upstream, so no process an
-// agent starts can read the user's API key. Responses, streamed ones
-// included, pass through untouched and are flushed as they arrive.
+// 127.0.0.1 that the agent CLIs use as their API base. Each agent holds a
+// key made for it alone, good for its own route only; the relay accepts
+// only such a key, drops it, and adds the real credential on the way
+// upstream, so no process an agent starts can read the user's API key, nor
+// spend it on another route. It passes only the API paths a route names,
+// counts the usage of every answer it forwards, and refuses new requests
+// once the run's budget is spent. Responses, streamed ones included, pass
+// through untouched and are flushed as they arrive.
 package relay
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -16,7 +20,9 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,50 +30,107 @@ import (
 type Route struct {
 	Name     string   // path prefix, e.g. "anthropic"
 	Upstream *url.URL // the real API base, e.g. https://api.anthropic.com
-	// Credential is the header set on every request upstream (e.g.
-	// "x-api-key" with the user's key). A zero Credential passes the
-	// client's own authorization through (a CLI logged in with a token of
-	// its own, which the relay cannot replace).
-	Credential Header
+	// Credential is the header set on every request upstream, asked for
+	// each request (an OAuth token the user's own CLI refreshes is read
+	// anew). Nil passes the client's own authorization through (a CLI
+	// logged in with a token of its own, which the relay cannot replace).
+	Credential func() (Header, error)
+	// Paths are the requests the route passes: the method and the path
+	// after /<Name>, a path.Match pattern ("/v1beta/models/*:generateContent").
+	// Any other request is refused (403). Nil passes nothing.
+	Paths []Path
+	// Meter, when not nil, makes a Meter for each forwarded answer: the
+	// relay counts its usage.
+	Meter func() Meter
 }
+
+// Path is one request a route passes: a method and a path pattern.
+type Path struct{ Method, Pattern string }
 
 // Header is one HTTP header.
 type Header struct{ Name, Value string }
 
+// Meter reads the usage an answer reports as its body streams through it.
+type Meter interface {
+	// Observe sees the next bytes of the answer's body, as forwarded.
+	Observe(b []byte)
+	// Usage is what the answer reported, read once it has ended.
+	Usage() Usage
+}
+
+// Usage is the tokens one answer reports, for the model it names.
+type Usage struct {
+	Model                string
+	InputTokens          int64 // all input tokens, cached ones included
+	CachedTokens         int64
+	OutputTokens         int64
+	ReportedCostUSD      float64 // when the API reports a price; 0 otherwise
+	Seat, Route          string  // who asked, filled in by the relay
+	Path                 string
+	Status               int
+	Duration             time.Duration
+	RequestBytes, Answer int64
+}
+
+// Options are a relay's hooks into its run.
+type Options struct {
+	// Allow is asked before each request is forwarded; an error refuses
+	// it (402, with the error's text): the run's budget is spent.
+	Allow func() error
+	// Used is told the usage of every answer the relay forwarded.
+	Used func(Usage)
+}
+
 // authHeaders are where the CLIs put a key; each is checked against the
-// throwaway key and removed before a request goes upstream.
+// seat's key and removed before a request goes upstream.
 var authHeaders = []string{"x-api-key", "Authorization", "x-goog-api-key"}
 
 // Relay is a running relay.
 type Relay struct {
-	// Key is the run's throwaway key: the agents use it as their API key.
-	Key string
-	url string
-	ln  net.Listener
-	srv *http.Server
-	err chan error
-	n   int // listeners served, each sends its end on err
+	url  string
+	ln   net.Listener
+	srv  *http.Server
+	opts Options
+	err  chan error
+	n    int // listeners served, each sends its end on err
+
+	mu   sync.Mutex
+	keys map[string]grant // key -> whom it was made for
 }
+
+// grant is whom a key was made for.
+type grant struct{ route, seat string }
 
 // Start listens on 127.0.0.1 on a free port and relays each route. It
 // returns once the relay accepts connections; Close stops it.
-func Start(routes []Route) (*Relay, error) {
-	key, err := newKey()
-	if err != nil {
-		return nil, err
-	}
+func Start(routes []Route, opts Options) (*Relay, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("relay: listen: %w", err)
 	}
-	r := &Relay{Key: key, url: "http://" + ln.Addr().String(), ln: ln, err: make(chan error, 2), n: 1}
+	r := &Relay{url: "http://" + ln.Addr().String(), ln: ln, opts: opts, err: make(chan error, 2), n: 1, keys: map[string]grant{}}
 	mux := http.NewServeMux()
 	for _, rt := range routes {
 		mux.Handle("/"+rt.Name+"/", http.StripPrefix("/"+rt.Name, r.proxy(rt)))
+		mux.Handle("/"+rt.Name, http.StripPrefix("/"+rt.Name, r.proxy(rt)))
 	}
 	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}
 	go func() { r.err <- r.srv.Serve(ln) }()
 	return r, nil
+}
+
+// Grant makes a key for one seat (an agent of the run) on one route: the
+// key the seat's CLI uses as its API key. It opens that route only.
+func (r *Relay) Grant(route, seat string) (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("relay: make a key: %w", err)
+	}
+	key := "spawn-relay-" + hex.EncodeToString(b)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keys[key] = grant{route: route, seat: seat}
+	return key, nil
 }
 
 // ServeUnix serves the relay on a new unix socket at path too (for a
@@ -101,24 +164,34 @@ func (r *Relay) Close() error {
 	return err
 }
 
-// proxy relays one route: it refuses a request without the throwaway key
-// (401), replaces the key with the route's credential, and flushes
-// streamed responses at once.
+// Refusals the relay answers itself, before anything goes upstream.
+const (
+	// BudgetSpent starts the answer to a request made once the run's
+	// budget is spent.
+	BudgetSpent = "spawn relay: refused: "
+	// notAllowed is the answer to a request for a path the route does not pass.
+	notAllowed = "spawn relay: this API path is not one the agent's CLI needs"
+)
+
+// proxy relays one route: it refuses a request without a key made for
+// this route (401), for a path the route does not pass (403) or once the
+// budget is spent (402); replaces the key with the route's credential;
+// flushes streamed responses at once; and meters each answer.
 func (r *Relay) proxy(rt Route) http.Handler {
 	p := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(rt.Upstream)
 			pr.Out.Host = rt.Upstream.Host
-			if rt.Credential.Name != "" {
-				for _, h := range authHeaders {
-					pr.Out.Header.Del(h)
-				}
-				q := pr.Out.URL.Query()
-				if q.Has("key") {
-					q.Del("key")
-					pr.Out.URL.RawQuery = q.Encode()
-				}
-				pr.Out.Header.Set(rt.Credential.Name, rt.Credential.Value)
+			for _, h := range authHeaders {
+				pr.Out.Header.Del(h)
+			}
+			q := pr.Out.URL.Query()
+			if q.Has("key") {
+				q.Del("key")
+				pr.Out.URL.RawQuery = q.Encode()
+			}
+			if cred, ok := pr.In.Context().Value(credKey{}).(Header); ok {
+				pr.Out.Header.Set(cred.Name, cred.Value)
 			}
 		},
 		FlushInterval: -1,
@@ -127,34 +200,121 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if rt.Credential.Name != "" && !r.authorized(req) {
-			http.Error(w, "spawn relay: this key is not the run's", http.StatusUnauthorized)
+		g, ok := r.authorized(req)
+		switch {
+		case req.Method == http.MethodHead && (req.URL.Path == "" || req.URL.Path == "/"):
+			w.WriteHeader(http.StatusOK) // a CLI's warm-up: nothing to forward
+			return
+		case !ok || g.route != rt.Name:
+			http.Error(w, "spawn relay: this key is not one the run gave for this API", http.StatusUnauthorized)
+			return
+		case !passes(rt.Paths, req.Method, req.URL.Path):
+			http.Error(w, notAllowed+" ("+req.Method+" "+req.URL.Path+")", http.StatusForbidden)
 			return
 		}
-		p.ServeHTTP(w, req)
+		if r.opts.Allow != nil {
+			if err := r.opts.Allow(); err != nil {
+				http.Error(w, BudgetSpent+err.Error(), http.StatusPaymentRequired)
+				return
+			}
+		}
+		if rt.Credential != nil {
+			cred, err := rt.Credential()
+			if err != nil {
+				http.Error(w, "spawn relay: no credential for "+rt.Name+": "+err.Error(), http.StatusUnauthorized)
+				return
+			}
+			req = req.WithContext(contextWith(req, cred))
+		}
+		start := time.Now()
+		mw := &meteredWriter{ResponseWriter: w}
+		if rt.Meter != nil {
+			mw.meter = rt.Meter()
+		}
+		p.ServeHTTP(mw, req)
+		if r.opts.Used != nil {
+			u := Usage{}
+			if mw.meter != nil {
+				u = mw.meter.Usage()
+			}
+			u.Seat, u.Route, u.Path, u.Status = g.seat, rt.Name, req.URL.Path, mw.status
+			u.Duration, u.RequestBytes, u.Answer = time.Since(start), req.ContentLength, mw.n
+			r.opts.Used(u)
+		}
 	})
 }
 
-// authorized reports whether req carries the throwaway key where a CLI
-// puts one.
-func (r *Relay) authorized(req *http.Request) bool {
+// credKey is the context key of the credential a request goes upstream with.
+type credKey struct{}
+
+func contextWith(req *http.Request, cred Header) context.Context {
+	return context.WithValue(req.Context(), credKey{}, cred)
+}
+
+// passes reports whether one of paths admits method and p.
+func passes(paths []Path, method, p string) bool {
+	for _, allowed := range paths {
+		if allowed.Method != method {
+			continue
+		}
+		if ok, err := path.Match(allowed.Pattern, p); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// authorized returns whom the key req carries (where a CLI puts one) was
+// made for.
+func (r *Relay) authorized(req *http.Request) (grant, bool) {
 	cands := []string{req.Header.Get("x-api-key"), req.Header.Get("x-goog-api-key"), req.URL.Query().Get("key")}
 	if a := req.Header.Get("Authorization"); a != "" {
 		cands = append(cands, strings.TrimSpace(strings.TrimPrefix(a, "Bearer ")))
 	}
-	ok := false
-	for _, c := range cands {
-		if subtle.ConstantTimeCompare([]byte(c), []byte(r.Key)) == 1 {
-			ok = true
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, g := range r.keys {
+		for _, c := range cands {
+			if subtle.ConstantTimeCompare([]byte(c), []byte(key)) == 1 {
+				return g, true
+			}
 		}
 	}
-	return ok
+	return grant{}, false
 }
 
-func newKey() (string, error) {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("relay: make a key: %w", err)
-	}
-	return "spawn-relay-" + hex.EncodeToString(b), nil
+// meteredWriter forwards an answer to the client and through the meter,
+// counting its bytes and keeping its status.
+type meteredWriter struct {
+	http.ResponseWriter
+	meter  Meter
+	status int
+	n      int64
 }
+
+func (m *meteredWriter) WriteHeader(code int) {
+	m.status = code
+	m.ResponseWriter.WriteHeader(code)
+}
+
+func (m *meteredWriter) Write(b []byte) (int, error) {
+	if m.status == 0 {
+		m.status = http.StatusOK
+	}
+	n, err := m.ResponseWriter.Write(b)
+	m.n += int64(n)
+	if m.meter != nil && m.status < 300 {
+		m.meter.Observe(b[:n])
+	}
+	return n, err
+}
+
+// Flush passes the proxy's flushes on.
+func (m *meteredWriter) Flush() {
+	if f, ok := m.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (m *meteredWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }

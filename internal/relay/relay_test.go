@@ -2,20 +2,43 @@ package relay
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// An agent holding only the run's throwaway key reaches the model API,
-// which sees the user's real key and never the throwaway one.
-func TestAgentWithTheThrowawayKeyReachesTheAPIWithTheRealKey(t *testing.T) {
+var messages = []Path{{"POST", "/v1/messages"}}
+
+func key(name, value string) func() (Header, error) {
+	return func() (Header, error) { return Header{name, value}, nil }
+}
+
+// do sends a POST to target with the key in x-api-key and returns the
+// status and the body.
+func do(t testing.TB, target, k string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", target, strings.NewReader("{}"))
+	require.NoError(t, err)
+	req.Header.Set("x-api-key", k)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+// An agent holding only the key its seat was given reaches the model API,
+// which sees the user's real key and never the seat's.
+func TestAgentWithItsSeatsKeyReachesTheAPIWithTheRealKey(t *testing.T) {
 	var seen http.Header
 	var path string
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -24,29 +47,102 @@ func TestAgentWithTheThrowawayKeyReachesTheAPIWithTheRealKey(t *testing.T) {
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL + "/base")
-	r, err := Start([]Route{{Name: "anthropic", Upstream: u, Credential: Header{"x-api-key", "sk-real-secret"}}})
+	r, err := Start([]Route{{Name: "anthropic", Upstream: u, Credential: key("x-api-key", "sk-real-secret"), Paths: messages}}, Options{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close()) }()
-
-	req, _ := http.NewRequest("POST", r.URL("anthropic")+"/v1/messages", strings.NewReader("{}"))
-	req.Header.Set("x-api-key", r.Key)
-	resp, err := http.DefaultClient.Do(req)
+	k, err := r.Grant("anthropic", "coder")
 	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	assert.Equal(t, 200, resp.StatusCode)
-	assert.Equal(t, "ok", string(body))
+
+	code, body := do(t, r.URL("anthropic")+"/v1/messages", k)
+	assert.Equal(t, 200, code)
+	assert.Equal(t, "ok", body)
 	assert.Equal(t, "sk-real-secret", seen.Get("x-api-key"))
 	assert.Equal(t, "/base/v1/messages", path)
 
-	// Anyone else on the machine, without the run's key, is refused.
-	req, err = http.NewRequest("POST", r.URL("anthropic")+"/v1/messages", nil)
+	// Anyone else on the machine, without a key the run gave, is refused.
+	code, _ = do(t, r.URL("anthropic")+"/v1/messages", "guess")
+	assert.Equal(t, http.StatusUnauthorized, code)
+}
+
+// A seat's key opens its own route only, and only the API paths its CLI
+// needs: the coder cannot spend the reviewer's credential, nor reach
+// another endpoint of its own provider.
+func TestAKeyOpensItsOwnRouteAndPathsOnly(t *testing.T) {
+	var hits int
+	var mu sync.Mutex
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	r, err := Start([]Route{
+		{Name: "anthropic", Upstream: u, Credential: key("x-api-key", "a"), Paths: messages},
+		{Name: "gemini", Upstream: u, Credential: key("x-goog-api-key", "g"), Paths: []Path{{"POST", "/v1beta/models/*:streamGenerateContent"}}},
+	}, Options{})
 	require.NoError(t, err)
-	req.Header.Set("x-api-key", "guess")
-	resp, err = http.DefaultClient.Do(req)
+	defer func() { require.NoError(t, r.Close()) }()
+	coder, err := r.Grant("anthropic", "coder")
 	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	code, body := do(t, r.URL("gemini")+"/v1beta/models/gemini-2.5-pro:streamGenerateContent", coder)
+	assert.Equal(t, http.StatusUnauthorized, code, body)
+	code, body = do(t, r.URL("anthropic")+"/v1/files", coder)
+	assert.Equal(t, http.StatusForbidden, code, body)
+	assert.Contains(t, body, "not one the agent's CLI needs")
+	code, _ = do(t, r.URL("anthropic")+"/v1/messages", coder)
+	assert.Equal(t, 200, code)
+	assert.Equal(t, 1, hits, "only the allowed request went upstream")
+}
+
+// lengthMeter reports the answer's length as its output tokens.
+type lengthMeter struct{ n int64 }
+
+func (m *lengthMeter) Observe(b []byte) { m.n += int64(len(b)) }
+func (m *lengthMeter) Usage() Usage     { return Usage{Model: "m", OutputTokens: m.n} }
+
+// The relay counts what every answer it forwards reports, whoever asked
+// (the CLI or a program the agent ran), and once the run's budget is spent
+// it forwards nothing more.
+func TestTheRelayCountsEveryAnswerAndRefusesOnceTheBudgetIsSpent(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "twelve bytes") }))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	var mu sync.Mutex
+	var used []Usage
+	spent := false
+	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}},
+		Options{
+			Allow: func() error {
+				mu.Lock()
+				defer mu.Unlock()
+				if spent {
+					return errors.New("the run's cost budget is spent")
+				}
+				return nil
+			},
+			Used: func(u Usage) {
+				mu.Lock()
+				defer mu.Unlock()
+				used = append(used, u)
+				spent = true
+			},
+		})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Close()) }()
+	k, err := r.Grant("a", "coder")
+	require.NoError(t, err)
+	code, _ := do(t, r.URL("a")+"/v1/messages", k)
+	assert.Equal(t, 200, code)
+	code, body := do(t, r.URL("a")+"/v1/messages", k)
+	assert.Equal(t, http.StatusPaymentRequired, code)
+	assert.Contains(t, body, BudgetSpent)
+	require.Len(t, used, 1)
+	assert.Equal(t, int64(12), used[0].OutputTokens)
+	assert.Equal(t, "coder", used[0].Seat)
+	assert.Equal(t, 200, used[0].Status)
 }
 
 // A streamed answer reaches the agent event by event, not when the
@@ -62,12 +158,15 @@ func TestStreamedAnswerPassesThroughAsItArrives(t *testing.T) {
 	}))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	r, err := Start([]Route{{Name: "gemini", Upstream: u, Credential: Header{"x-goog-api-key", "real"}}})
+	r, err := Start([]Route{{Name: "gemini", Upstream: u, Credential: key("x-goog-api-key", "real"),
+		Paths: []Path{{"POST", "/v1beta/models/*:streamGenerateContent"}}, Meter: func() Meter { return &lengthMeter{} }}}, Options{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close()) }()
+	k, err := r.Grant("gemini", "reviewer")
+	require.NoError(t, err)
 
 	req, _ := http.NewRequest("POST", r.URL("gemini")+"/v1beta/models/m:streamGenerateContent?alt=sse", nil)
-	req.Header.Set("x-goog-api-key", r.Key)
+	req.Header.Set("x-goog-api-key", k)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -83,13 +182,15 @@ func BenchmarkRelayAddedLatency(b *testing.B) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
-	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: Header{"x-api-key", "real"}}})
+	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}}, Options{Used: func(Usage) {}})
 	require.NoError(b, err)
 	defer r.Close()
+	k, err := r.Grant("a", "bench")
+	require.NoError(b, err)
 	get := func(b *testing.B, target string) {
 		for i := 0; i < b.N; i++ {
 			req, _ := http.NewRequest("POST", target, strings.NewReader("{}"))
-			req.Header.Set("x-api-key", r.Key)
+			req.Header.Set("x-api-key", k)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				b.Fatal(err)

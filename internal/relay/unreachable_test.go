@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -46,21 +45,16 @@ func TestUnreachableUpstreamIsNamedWithItsCause(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			u, err := url.Parse(tt.upstream)
 			require.NoError(t, err)
-			r, err := Start([]Route{{Name: "anthropic", Upstream: u, Credential: Header{"x-api-key", "sk-real"}}})
+			r, err := Start([]Route{{Name: "anthropic", Upstream: u, Credential: key("x-api-key", "sk-real"), Paths: messages}}, Options{})
 			require.NoError(t, err)
 			defer func() { require.NoError(t, r.Close()) }()
-			req, err := http.NewRequest("POST", r.URL("anthropic")+"/v1/messages", strings.NewReader("{}"))
+			k, err := r.Grant("anthropic", "coder")
 			require.NoError(t, err)
-			req.Header.Set("x-api-key", r.Key)
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			body, err := io.ReadAll(resp.Body)
-			require.NoError(t, err)
-			require.NoError(t, resp.Body.Close())
-			assert.Equal(t, http.StatusBadGateway, resp.StatusCode)
-			assert.True(t, strings.HasPrefix(string(body), tt.want), "the body %q starts with %q", body, tt.want)
+			code, body := do(t, r.URL("anthropic")+"/v1/messages", k)
+			assert.Equal(t, http.StatusBadGateway, code)
+			assert.True(t, strings.HasPrefix(body, tt.want), "the body %q starts with %q", body, tt.want)
 			if tt.name == "reached" {
-				assert.NotContains(t, string(body), UnreachablePrefix)
+				assert.NotContains(t, body, UnreachablePrefix)
 			}
 		})
 	}

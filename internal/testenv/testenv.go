@@ -55,6 +55,10 @@ func Claude(t testing.TB) string { return agent(t, "claude") }
 // Gemini returns the path of the pinned real gemini binary.
 func Gemini(t testing.TB) string { return agent(t, "gemini") }
 
+// Codex returns the path of the pinned real codex binary (a node shim that
+// runs the Rust binary of the optional package @openai/codex-linux-x64).
+func Codex(t testing.TB) string { return agent(t, "codex") }
+
 // Env returns a minimal environment for spawn and its agents: PATH, a
 // fresh HOME and TMPDIR, no phone-home, plus extra. Nothing of the
 // developer's own environment (API keys, config) leaks in.
@@ -75,13 +79,10 @@ func Env(t testing.TB, extra ...string) []string {
 			env = append(env, name+"="+v)
 		}
 	}
-	// A coder that runs `go test` reuses the developer's build cache rather
-	// than compiling the standard library into the fresh HOME.
-	if os.Getenv("GOCACHE") == "" {
-		if dir, err := os.UserCacheDir(); err == nil {
-			env = append(env, "GOCACHE="+filepath.Join(dir, "go-build"))
-		}
-	}
+	// spawn keeps the coder's toolchain caches: the tests share one (the
+	// "shared" cache, in one folder for the whole test run), so that a
+	// coder's `go test` compiles the standard library once, not per test.
+	env = append(env, "SPAWN_CACHE=shared", "SPAWN_CACHE_DIR="+filepath.Join(os.TempDir(), "spawn-test-cache"))
 	return append(env, extra...)
 }
 

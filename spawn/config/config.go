@@ -64,6 +64,16 @@ type GitHub struct {
 	// ResolveHumanThreads lets spawn pr resolve a person's thread once
 	// fixed; otherwise it replies and leaves resolving to them.
 	ResolveHumanThreads bool `toml:"resolve_human_threads"`
+	// VerifyFixes has spawn pr's reviewer check the coder's fix of each
+	// thread before spawn says it is fixed; a thread it finds still open
+	// is answered so and the coder gets another turn, up to
+	// [spawn-team] max_iterations turns. Off: one coder turn, and each
+	// thread is answered with the commits, unverified.
+	VerifyFixes bool `toml:"verify_fixes"`
+	// AllowCIChanges lets github mode and spawn pr push a change to CI
+	// configuration (.github/workflows/ and the like), which runs with
+	// the repository's secrets once pushed; off, such a push is refused.
+	AllowCIChanges bool `toml:"allow_ci_changes"`
 }
 
 // Sandbox configures how the agents are confined (package isolation).
@@ -71,9 +81,43 @@ type Sandbox struct {
 	// Isolation is auto (bubblewrap when it works, else none, said loudly),
 	// bwrap (fail closed without it) or none.
 	Isolation isolation.Mode `toml:"isolation"`
-	// Network is open, or model-only: the agents reach nothing but the
-	// run's model relay.
+	// Network is auto (model-only under bubblewrap, open without it), open,
+	// or model-only: the agents reach nothing but the run's model relay.
 	Network isolation.Network `toml:"network"`
+	// MaxProcesses, MaxMemory and MaxDisk bound each agent's process tree:
+	// the processes it holds at once, its memory, and what it writes (of
+	// its filesystems' free space); 0 is no limit. An agent that reaches
+	// one is stopped, its work kept.
+	MaxProcesses int  `toml:"max_processes"`
+	MaxMemory    Size `toml:"max_memory"`
+	MaxDisk      Size `toml:"max_disk"`
+	// Cache is where the coder's toolchain caches (Go's build cache, npm's,
+	// pip's) live: "repository" (kept by spawn for each repository, shared
+	// by its runs), "shared" (one for all of the user's repositories) or
+	// "none" (fresh for every agent). Never the user's own caches.
+	Cache isolation.Cache `toml:"cache"`
+}
+
+// Size is a number of bytes, written in a file as "8GiB", "512MiB" or a
+// plain integer.
+type Size int64
+
+// UnmarshalText reads a size with its unit.
+func (s *Size) UnmarshalText(b []byte) error {
+	n, err := isolation.ParseSize(string(b))
+	if err != nil {
+		return err
+	}
+	*s = Size(n)
+	return nil
+}
+
+// MarshalText writes the size in binary units.
+func (s Size) MarshalText() ([]byte, error) { return []byte(isolation.Size(int64(s))), nil }
+
+// Limits are the sandbox's per-agent limits.
+func (s Sandbox) Limits() isolation.Limits {
+	return isolation.Limits{Processes: s.MaxProcesses, Memory: int64(s.MaxMemory), Disk: int64(s.MaxDisk)}
 }
 
 // Team configures the orchestrator.
@@ -171,8 +215,9 @@ func Default() Config {
 			Gemini: Runner{Command: "gemini", Model: "gemini-2.5-pro", ApprovalMode: "default", MaxRetries: 2,
 				AllowedTools: []string{"list_directory", "read_file", "grep_search", "glob"}, ExcludedTools: []string{}},
 		},
-		Sandbox: Sandbox{Isolation: isolation.ModeAuto, Network: isolation.NetworkOpen},
-		GitHub:  GitHub{Remote: "origin", Draft: true, MinWriteInterval: time.Second, TrustedAuthors: []string{}},
+		Sandbox: Sandbox{Isolation: isolation.ModeAuto, Network: isolation.NetworkAuto,
+			MaxProcesses: 4096, MaxMemory: 8 << 30, MaxDisk: 20 << 30, Cache: isolation.CacheRepository},
+		GitHub: GitHub{Remote: "origin", Draft: true, MinWriteInterval: time.Second, TrustedAuthors: []string{}, VerifyFixes: true},
 	}
 }
 
@@ -293,7 +338,8 @@ func Ways(key string) string {
 
 // Source says where Load reads the configuration from.
 type Source struct {
-	// File is the file --config names; "" means Find looks for one.
+	// File is the file --config names; "" means the user's own file
+	// ($XDG_CONFIG_HOME/spawn/spawn-team.toml), when there is one.
 	File string
 	// RepoDir is a directory inside the repository ("" is the current one).
 	RepoDir string
@@ -303,12 +349,34 @@ type Source struct {
 	Flags Overrides
 }
 
-// Load assembles the configuration: the built-in defaults, then the file
-// Find picks, then the SPAWN_* variables of src.Env, then src.Flags. It
-// validates the result once, at the end, and returns the file used ("" for
-// none). An error is an *Error naming the file and line, the variable or
-// the flag that set the bad value.
-func Load(ctx context.Context, src Source) (Config, string, error) {
+// Loaded is a configuration and where it came from.
+type Loaded struct {
+	Config Config
+	// Files are the files read, in the order applied: the user's own (or
+	// the one --config names), then the repository's.
+	Files []string
+	// Notes say what the repository's file asked for that would have
+	// lowered spawn's security, and what spawn kept instead: one sentence
+	// each.
+	Notes []string
+}
+
+// Load assembles the configuration: the built-in defaults, then the
+// user's own file (the one --config names, else
+// $XDG_CONFIG_HOME/spawn/spawn-team.toml, ~/.config when unset), then the
+// repository's spawn-team.toml, then the SPAWN_* variables of src.Env,
+// then src.Flags. It validates the result once, at the end. An error is
+// an *Error naming the file and line, the variable or the flag that set
+// the bad value.
+//
+// The repository's file is the repository's word, and the repository may
+// be anyone's (a pull request, an injected change): it may choose the
+// mode, the domains, the models, and tighten security, never lower it. A
+// value of its that would lower isolation, open the network, name an
+// agent's binary, widen the tools, raise a budget or a limit, or trust
+// more GitHub authors is not applied: the stricter value stays, and Notes
+// says so. Only the user's own file, the environment and flags can loosen.
+func Load(ctx context.Context, src Source) (Loaded, error) {
 	dir := src.RepoDir
 	if dir == "" {
 		dir = "."
@@ -317,83 +385,118 @@ func Load(ctx context.Context, src Source) (Config, string, error) {
 	if repo, err := git.Open(ctx, dir, src.Env); err == nil {
 		top = repo.Dir
 	}
-	path, err := Find(src.File, top, src.Env)
+	user, repoFile, err := Files(src.File, top, src.Env)
 	if err != nil {
-		return Config{}, "", err
+		return Loaded{}, err
 	}
-	cfg := Default()
+	out := Loaded{Config: Default()}
+	data := map[string][]byte{}
+	for _, path := range []string{user, repoFile} {
+		if path == "" {
+			continue
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return Loaded{}, &Error{File: path, Msg: fmt.Sprintf("cannot read the configuration file (%v); check the path", err)}
+		}
+		data[path] = b
+		out.Files = append(out.Files, path)
+		next, md, err := decodeFile(path, b, out.Config)
+		if err != nil {
+			return Loaded{}, err
+		}
+		if path == repoFile {
+			var notes []string
+			next, notes = tighten(out.Config, next, md, path)
+			out.Notes = append(out.Notes, notes...)
+		}
+		out.Config = next
+	}
 	set := map[string]string{} // key -> the variable or flag that set it last
-	var data []byte
-	if path != "" {
-		if data, err = os.ReadFile(path); err != nil {
-			return Config{}, path, &Error{File: path, Msg: fmt.Sprintf("cannot read the configuration file (%v); check the path", err)}
-		}
-		if cfg, err = decodeFile(path, data, cfg); err != nil {
-			return Config{}, path, err
-		}
+	if err := applyEnv(&out.Config, src.Env, set); err != nil {
+		return Loaded{}, err
 	}
-	if err := applyEnv(&cfg, src.Env, set); err != nil {
-		return Config{}, path, err
-	}
-	src.Flags.apply(&cfg, set)
-	if err := cfg.Validate(); err != nil {
+	src.Flags.apply(&out.Config, set)
+	if err := out.Config.Validate(); err != nil {
 		var ce *Error
 		if errors.As(err, &ce) {
 			if by, ok := set[ce.Key]; ok {
 				ce.Key = by
-			} else if path != "" {
-				if line := keyLine(data, ce.Key); line > 0 {
-					ce.File, ce.Line = path, line
+			} else {
+				for i := len(out.Files) - 1; i >= 0; i-- {
+					if line := keyLine(data[out.Files[i]], ce.Key); line > 0 {
+						ce.File, ce.Line = out.Files[i], line
+						break
+					}
 				}
 			}
 		}
-		return Config{}, path, err
+		return Loaded{}, err
 	}
-	return cfg, path, nil
+	return out, nil
 }
 
-// Find returns the configuration file to load: explicit when set (it must
-// exist), else <repo>/spawn-team.toml, else
-// $XDG_CONFIG_HOME/spawn/spawn-team.toml (~/.config when unset). "" means
-// none exists and the defaults apply.
-func Find(explicit, repo string, env []string) (string, error) {
+// Files returns the configuration files to load, the user's first: the
+// user's own (explicit when set, which must exist; else
+// $XDG_CONFIG_HOME/spawn/spawn-team.toml, ~/.config when unset) and the
+// repository's <repo>/spawn-team.toml. "" stands for one that does not
+// exist.
+func Files(explicit, repo string, env []string) (user, inRepo string, err error) {
 	if explicit != "" {
 		if _, err := os.Stat(explicit); err != nil {
-			return "", &Error{File: explicit, Msg: "cannot read the configuration file; check the --config path"}
+			return "", "", &Error{File: explicit, Msg: "cannot read the configuration file; check the --config path"}
 		}
-		return explicit, nil
-	}
-	candidates := []string{filepath.Join(repo, File)}
-	if xdg := proc.Getenv(env, "XDG_CONFIG_HOME"); xdg != "" {
-		candidates = append(candidates, filepath.Join(xdg, "spawn", File))
-	} else if home := proc.Getenv(env, "HOME"); home != "" {
-		candidates = append(candidates, filepath.Join(home, ".config", "spawn", File))
-	}
-	for _, c := range candidates {
-		if _, err := os.Stat(c); err == nil {
-			return c, nil
+		user = explicit
+	} else {
+		xdg := proc.Getenv(env, "XDG_CONFIG_HOME")
+		if xdg == "" && proc.Getenv(env, "HOME") != "" {
+			xdg = filepath.Join(proc.Getenv(env, "HOME"), ".config")
+		}
+		if xdg != "" {
+			if p := filepath.Join(xdg, "spawn", File); exists(p) {
+				user = p
+			}
 		}
 	}
-	return "", nil
+	if p := filepath.Join(repo, File); exists(p) && !sameFile(p, user) {
+		inRepo = p
+	}
+	return user, inRepo, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func sameFile(a, b string) bool {
+	if b == "" {
+		return false
+	}
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
 }
 
 // decodeFile decodes a file's data over base strictly: unknown keys, wrong
 // types and bad durations are an *Error naming the file, key and line. A
 // list the file sets replaces the default list; it is not merged into it.
-func decodeFile(path string, data []byte, base Config) (Config, error) {
+func decodeFile(path string, data []byte, base Config) (Config, toml.MetaData, error) {
 	cfg := base
 	cfg.Team.ReviewDomains, cfg.Permissions.AllowedTools = nil, nil
 	cfg.Permissions.Escalatable, cfg.Permissions.DeniedTools = nil, nil
+	cfg.Runners.Gemini.AllowedTools, cfg.Runners.Gemini.ExcludedTools = nil, nil
+	cfg.GitHub.TrustedAuthors, cfg.Spawn.QuestionPatterns = nil, nil
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&cfg)
 	if err != nil {
-		return base, decodeError(path, err)
+		return base, md, decodeError(path, err)
 	}
 	if undecoded := md.Undecoded(); len(undecoded) > 0 {
 		key := undecoded[0].String()
-		return base, &Error{File: path, Line: keyLine(data, key), Key: key, Msg: unknownKey(key)}
+		return base, md, &Error{File: path, Line: keyLine(data, key), Key: key, Msg: unknownKey(key)}
 	}
 	if err := integerDurations(path, data, md); err != nil {
-		return base, err
+		return base, md, err
 	}
 	for _, keep := range []struct {
 		key  []string
@@ -404,12 +507,16 @@ func decodeFile(path string, data []byte, base Config) (Config, error) {
 		{[]string{"permissions", "allowed_tools"}, &cfg.Permissions.AllowedTools, base.Permissions.AllowedTools},
 		{[]string{"permissions", "escalatable"}, &cfg.Permissions.Escalatable, base.Permissions.Escalatable},
 		{[]string{"permissions", "denied_tools"}, &cfg.Permissions.DeniedTools, base.Permissions.DeniedTools},
+		{[]string{"runners", "gemini", "allowed_tools"}, &cfg.Runners.Gemini.AllowedTools, base.Runners.Gemini.AllowedTools},
+		{[]string{"runners", "gemini", "excluded_tools"}, &cfg.Runners.Gemini.ExcludedTools, base.Runners.Gemini.ExcludedTools},
+		{[]string{"github", "trusted_authors"}, &cfg.GitHub.TrustedAuthors, base.GitHub.TrustedAuthors},
+		{[]string{"spawn", "question_patterns"}, &cfg.Spawn.QuestionPatterns, base.Spawn.QuestionPatterns},
 	} {
 		if !md.IsDefined(keep.key...) {
 			*keep.dst = keep.from
 		}
 	}
-	return cfg, nil
+	return cfg, md, nil
 }
 
 var tomlErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.*)$`)
@@ -488,7 +595,7 @@ func (c Config) Validate() error {
 	bad := func(key, format string, args ...any) error {
 		return &Error{Key: key, Msg: fmt.Sprintf(format, args...)}
 	}
-	if _, err := observability.ParseMode(string(c.Team.Mode)); err != nil {
+	if _, err := observability.ParseMode(string(c.Team.Mode)); err != nil && c.Team.Mode != observability.ModePR {
 		return bad("spawn-team.mode", "%v", err)
 	}
 	switch {
@@ -541,6 +648,14 @@ func (c Config) Validate() error {
 		return bad("sandbox.isolation", "%v", validErr(isolation.ParseMode(string(c.Sandbox.Isolation))))
 	case validErr(isolation.ParseNetwork(string(c.Sandbox.Network))) != nil:
 		return bad("sandbox.network", "%v", validErr(isolation.ParseNetwork(string(c.Sandbox.Network))))
+	case validErr(isolation.ParseCache(string(c.Sandbox.Cache))) != nil:
+		return bad("sandbox.cache", "%v", validErr(isolation.ParseCache(string(c.Sandbox.Cache))))
+	case c.Sandbox.MaxProcesses < 0:
+		return bad("sandbox.max_processes", "must not be negative (0 means no limit)")
+	case c.Sandbox.MaxMemory < 0:
+		return bad("sandbox.max_memory", "must not be negative (0 means no limit)")
+	case c.Sandbox.MaxDisk < 0:
+		return bad("sandbox.max_disk", "must not be negative (0 means no limit)")
 	case c.Sandbox.Network == isolation.NetworkModelOnly && c.Sandbox.Isolation == isolation.ModeNone:
 		return bad("sandbox.network", "model-only needs the bubblewrap sandbox; set sandbox.isolation to auto or bwrap")
 	case c.Runners.Gemini.Model == "":
@@ -609,6 +724,9 @@ var envVars = []struct {
 	{"SPAWN_CLAUDE_MODEL", "runners.claude.model", func(c *Config, v string) error { c.Runners.Claude.Model = v; return nil }},
 	{"SPAWN_GEMINI_COMMAND", "runners.gemini.command", func(c *Config, v string) error { c.Runners.Gemini.Command = v; return nil }},
 	{"SPAWN_GEMINI_MODEL", "runners.gemini.model", func(c *Config, v string) error { c.Runners.Gemini.Model = v; return nil }},
+	{"SPAWN_ISOLATION", "sandbox.isolation", func(c *Config, v string) error { c.Sandbox.Isolation = isolation.Mode(v); return nil }},
+	{"SPAWN_NETWORK", "sandbox.network", func(c *Config, v string) error { c.Sandbox.Network = isolation.Network(v); return nil }},
+	{"SPAWN_CACHE", "sandbox.cache", func(c *Config, v string) error { c.Sandbox.Cache = isolation.Cache(v); return nil }},
 }
 
 func intSetter(field func(*Config) *int) func(*Config, string) error {

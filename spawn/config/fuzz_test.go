@@ -22,7 +22,7 @@ func FuzzDecodeFile(f *testing.F) {
 	f.Add([]byte("[\"spawn\"]\n\"idle_timeout\" = \"5m\" # comment\n"), "spawn.idle_timeout")
 	f.Add([]byte("a = [\n"), "a")
 	f.Fuzz(func(t *testing.T, data []byte, key string) {
-		cfg, err := decodeFile("f.toml", data, Default())
+		cfg, _, err := decodeFile("f.toml", data, Default())
 		if err == nil {
 			if verr := cfg.Validate(); verr != nil {
 				if _, ok := verr.(*Error); !ok {

@@ -16,7 +16,8 @@ func TestToolTimeoutAndTheReviewersToolsAreConfigured(t *testing.T) {
 		"the reviewer gets read-only file tools by default")
 
 	path := writeConfig(t, "[spawn]\ntool_timeout = \"45m\"\n[runners.gemini]\nallowed_tools = [\"read_file\"]\nexcluded_tools = [\"glob\"]\n")
-	cfg, _, err := Load(context.Background(), Source{File: path, Env: []string{"SPAWN_TOOL_TIMEOUT=50m"}})
+	loaded, err := Load(context.Background(), Source{File: path, RepoDir: t.TempDir(), Env: []string{"SPAWN_TOOL_TIMEOUT=50m"}})
+	cfg := loaded.Config
 	require.NoError(t, err)
 	assert.Equal(t, 50*time.Minute, cfg.Spawn.ToolTimeout, "the environment over the file")
 	assert.Equal(t, []string{"read_file"}, cfg.Runners.Gemini.AllowedTools)
@@ -35,7 +36,7 @@ func TestBadToolSettingsNameTheirKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := Load(context.Background(), Source{File: writeConfig(t, tt.body)})
+			_, err := Load(context.Background(), Source{File: writeConfig(t, tt.body), RepoDir: t.TempDir()})
 			var ce *Error
 			require.ErrorAs(t, err, &ce)
 			assert.Equal(t, tt.key, ce.Key)

@@ -1,55 +1,144 @@
 package isolation
 
 import (
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 // Spec is what one agent process may see and touch under bubblewrap. The
-// whole filesystem is read-only; Hide paths are replaced by empty, read-only tmpfs
-// (the user's HOME: keys, tokens, ~/.ssh); ReadOnly paths are shown again,
-// read-only, inside a hidden one (the repository, the agent's binaries);
-// Writable paths are the only places the agent can write; Files are single
-// files bound read-only at a destination (a login file in the agent's
-// private config directory). /proc and /dev are fresh, and the agent dies
-// with its parent.
+// sandbox is built from an allowlist, never from the host's / minus what
+// is hidden: it shows the host's system directories read-only (SystemRoots,
+// with the secrets of /etc masked), ReadOnly and Files read-only, Writable
+// writable, and nothing else. /tmp, /var/tmp, /run (and /var/run) and
+// /dev/shm are empty and the agent's own; /proc and /dev are fresh; the
+// root is read-only. The agent holds no capability, cannot make user
+// namespaces (to regain one), and dies with its parent.
 type Spec struct {
 	Bwrap    string   // the bwrap binary
-	Hide     []string // directories replaced by an empty tmpfs
-	ReadOnly []string // paths shown read-only (inside a hidden directory)
-	Writable []string // paths bound read-write; each must exist
-	Files    []Bind   // files bound read-only at another path
-	// Unshare the network: the agent sees only its own loopback.
+	ReadOnly []string // host paths shown read-only at the same path
+	Writable []string // host paths shown writable at the same path; each must exist
+	Files    []Bind   // host files shown read-only at another path
+	// NoNetwork unshares the network: the agent sees only its own loopback.
 	NoNetwork bool
+	// TmpSize bounds each of the agent's own tmpfs (/tmp, /var/tmp, /run,
+	// /dev/shm), in bytes; 0 means DefaultTmpSize.
+	TmpSize int64
+
+	// lstat reads the host's layout; nil is os.Lstat (tests give a fake).
+	lstat func(string) (fs.FileInfo, error)
 }
 
 // Bind is one source path shown at a destination path.
 type Bind struct{ Src, Dst string }
 
+// SystemRoots are the host directories every sandbox shows read-only: the
+// programs, libraries and system configuration the toolchains need. Where
+// a root is a link (/bin to usr/bin), the sandbox has the same link.
+var SystemRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix"}
+
+// EtcSecrets are the places under /etc that hold a host's secrets (password
+// hashes, host keys, private keys, saved network and registry credentials):
+// a sandbox shows them empty. Only root can read most of them, and spawn
+// may run as root (CI).
+var EtcSecrets = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/security/opasswd",
+	"/etc/sudoers", "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private", "/etc/pki/tls/private",
+	"/etc/NetworkManager/system-connections", "/etc/wireguard", "/etc/docker", "/etc/containers/auth.json",
+	"/etc/krb5.keytab", "/etc/credstore", "/etc/credstore.encrypted", "/etc/gitlab-runner",
+}
+
+// privateTmpfs are the directories every sandbox gets empty, its own.
+var privateTmpfs = []string{"/tmp", "/var/tmp", "/run", "/dev/shm"}
+
+// DefaultTmpSize bounds each private tmpfs of a sandbox: the agents' TMPDIR
+// is on disk, in their private directory, so /tmp holds little.
+const DefaultTmpSize = 256 << 20
+
 // mount is one bwrap mount operation.
 type mount struct {
-	op       string // --tmpfs, --ro-bind, --bind
+	op       string // --tmpfs, --ro-bind, --bind, --symlink
 	src, dst string
 }
+
+// rank orders mounts of the same depth: tmpfs first, then read-only binds,
+// then writable ones (so a writable path is not made read-only again).
+var rank = map[string]int{"--symlink": 0, "--tmpfs": 1, "--ro-bind": 2, "--bind": 3}
 
 // Args returns bwrap's arguments for s, up to and including "--": the
 // caller appends the command. Mounts are ordered so that a path nested in
 // another is mounted after it (a writable worktree inside a read-only
-// repository inside a hidden HOME).
+// system root, an agent's private directory inside /tmp).
 func (s Spec) Args() []string {
-	args := append(baseArgs(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+	lstat := s.lstat
+	if lstat == nil {
+		lstat = os.Lstat
+	}
+	size := s.TmpSize
+	if size <= 0 {
+		size = DefaultTmpSize
+	}
+	args := append(baseArgs(), "--cap-drop", "ALL", "--disable-userns")
 	if s.NoNetwork {
 		args = append(args, "--unshare-net")
 	}
 	var ms []mount
-	for _, p := range s.Hide {
-		ms = append(ms, mount{op: "--tmpfs", dst: clean(p)})
+	shown := map[string]bool{} // system roots that are directories
+	for _, root := range SystemRoots {
+		fi, err := lstat(root)
+		switch {
+		case err != nil:
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if target, err := os.Readlink(root); err == nil {
+				ms = append(ms, mount{op: "--symlink", src: target, dst: root})
+			}
+		case fi.IsDir():
+			ms = append(ms, mount{op: "--ro-bind", src: root, dst: root})
+			shown[root] = true
+		}
 	}
-	for _, p := range s.ReadOnly {
-		ms = append(ms, mount{op: "--ro-bind", src: clean(p), dst: clean(p)})
+	args = append(args, "--proc", "/proc", "--dev", "/dev")
+	for _, p := range privateTmpfs {
+		ms = append(ms, mount{op: "--tmpfs", dst: p})
+	}
+	ms = append(ms, mount{op: "--symlink", src: "../run", dst: "/var/run"})
+	var remount []string
+	for _, p := range EtcSecrets {
+		fi, err := lstat(p)
+		switch {
+		case err != nil || fi.Mode()&fs.ModeSymlink != 0:
+		case fi.IsDir():
+			ms = append(ms, mount{op: "--tmpfs", dst: p})
+			remount = append(remount, p)
+		default:
+			ms = append(ms, mount{op: "--ro-bind", src: "/dev/null", dst: p})
+		}
+	}
+	underRoot := func(p string) bool {
+		for root := range shown {
+			if strings.HasPrefix(p+"/", root+"/") && !underSecret(p) {
+				return true
+			}
+		}
+		return false
+	}
+	ro := s.ReadOnly
+	if !s.NoNetwork {
+		// Name resolution: systemd-resolved links /etc/resolv.conf into /run.
+		if target, err := filepath.EvalSymlinks("/etc/resolv.conf"); err == nil && target != "/etc/resolv.conf" {
+			ro = append(ro, target)
+		}
+	}
+	for _, p := range ro {
+		if p = clean(p); !underRoot(p) {
+			ms = append(ms, mount{op: "--ro-bind", src: p, dst: p})
+		}
 	}
 	for _, p := range s.Writable {
 		ms = append(ms, mount{op: "--bind", src: clean(p), dst: clean(p)})
@@ -57,9 +146,6 @@ func (s Spec) Args() []string {
 	for _, b := range s.Files {
 		ms = append(ms, mount{op: "--ro-bind", src: clean(b.Src), dst: clean(b.Dst)})
 	}
-	// Parents before children; at equal depth, tmpfs before binds, read-only
-	// before writable (so a writable path is not made read-only again).
-	rank := map[string]int{"--tmpfs": 0, "--ro-bind": 1, "--bind": 2}
 	sort.SliceStable(ms, func(i, j int) bool {
 		di, dj := depth(ms[i].dst), depth(ms[j].dst)
 		if di != dj {
@@ -67,30 +153,112 @@ func (s Spec) Args() []string {
 		}
 		return rank[ms[i].op] < rank[ms[j].op]
 	})
+	seen := map[mount]bool{}
 	for _, m := range ms {
-		if m.op == "--tmpfs" {
-			args = append(args, m.op, m.dst)
+		if seen[m] {
 			continue
 		}
-		args = append(args, m.op, m.src, m.dst)
+		seen[m] = true
+		switch m.op {
+		case "--tmpfs":
+			args = append(args, "--size", strconv.FormatInt(size, 10), m.op, m.dst)
+		default:
+			args = append(args, m.op, m.src, m.dst)
+		}
 	}
-	// A hidden directory is read-only too, once what it shows is mounted.
-	for _, p := range s.Hide {
-		args = append(args, "--remount-ro", clean(p))
+	for _, p := range remount {
+		args = append(args, "--remount-ro", p)
 	}
-	return append(args, "--")
+	return append(args, "--remount-ro", "/", "--")
+}
+
+// underSecret reports whether p is, or is inside, one of EtcSecrets.
+func underSecret(p string) bool {
+	for _, s := range EtcSecrets {
+		if p == s || strings.HasPrefix(p, s+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // Wrap returns cmd run under bubblewrap as s describes: the same
 // environment, directory and stdin, the agent's argv after bwrap's.
 func (s Spec) Wrap(cmd runners.Command) runners.Command {
-	args := s.Args()
-	if cmd.Dir != "" {
-		args = append(args[:len(args)-1], "--chdir", cmd.Dir, "--")
-	}
-	cmd.Args = append(append(args, cmd.Path), cmd.Args...)
-	cmd.Path = s.Bwrap
+	cmd.Path, cmd.Args = s.argv(cmd.Dir, cmd.Path, cmd.Args)
 	return cmd
+}
+
+// Confine returns c run under bubblewrap as s describes: the same
+// environment, directory and streams.
+func (s Spec) Confine(c proc.Cmd) proc.Cmd {
+	c.Path, c.Args = s.argv(c.Dir, c.Path, c.Args)
+	return c
+}
+
+// argv is bwrap's path and arguments running path with args in dir.
+func (s Spec) argv(dir, path string, args []string) (string, []string) {
+	out := s.Args()
+	if dir != "" {
+		out = append(out[:len(out)-1], "--chdir", dir, "--")
+	}
+	return s.Bwrap, append(append(out, path), args...)
+}
+
+// Toolchains returns the directories a sandbox must show read-only for the
+// programs env's PATH names (and GOROOT, GOPATH, GOMODCACHE) to run, when
+// they live outside SystemRoots: each PATH directory, and the directory
+// above a .../bin (nvm, pyenv and the like link bin/ into a sibling lib/),
+// except HOME itself and ~/.local (which holds more than programs). Paths
+// that do not exist are left out.
+func Toolchains(env []string) []string {
+	home := filepath.Clean(proc.Getenv(env, "HOME"))
+	var out []string
+	add := func(p string) {
+		if p == "" || !filepath.IsAbs(p) || p == "/" || p == home {
+			return
+		}
+		p = filepath.Clean(p)
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	for _, p := range filepath.SplitList(proc.Getenv(env, "PATH")) {
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		p = filepath.Clean(p)
+		add(p)
+		if parent := filepath.Dir(p); filepath.Base(p) == "bin" && filepath.Base(parent) != ".local" {
+			add(parent)
+		}
+	}
+	for _, k := range []string{"GOROOT", "GOPATH", "GOMODCACHE"} {
+		add(proc.Getenv(env, k))
+	}
+	return out
+}
+
+// HomeSecrets are files under a user's HOME that hold credentials and may
+// sit inside a directory Toolchains shows (~/.cargo/credentials.toml): a
+// sandbox shows each that exists as an empty file.
+var HomeSecrets = []string{".cargo/credentials.toml", ".cargo/credentials", ".pyenv/.pypirc", "go/pkg/mod/cache/download/.netrc"}
+
+// Masks returns the Files that hide HomeSecrets under env's HOME (each
+// shown as /dev/null) for those that exist.
+func Masks(env []string) []Bind {
+	home := proc.Getenv(env, "HOME")
+	if home == "" {
+		return nil
+	}
+	var out []Bind
+	for _, rel := range HomeSecrets {
+		p := filepath.Join(home, rel)
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
+			out = append(out, Bind{Src: "/dev/null", Dst: p})
+		}
+	}
+	return out
 }
 
 func clean(p string) string { return filepath.Clean(p) }

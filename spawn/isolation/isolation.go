@@ -47,6 +47,9 @@ type Network string
 
 // Network policies.
 const (
+	// NetworkAuto is model-only under bubblewrap and open without it
+	// (where nothing can take the network from the agents).
+	NetworkAuto Network = "auto"
 	// NetworkOpen leaves the host's network to the agents.
 	NetworkOpen Network = "open"
 	// NetworkModelOnly gives the agents a network namespace of their own
@@ -57,10 +60,22 @@ const (
 // ParseNetwork returns the network policy s names.
 func ParseNetwork(s string) (Network, error) {
 	switch n := Network(s); n {
-	case NetworkOpen, NetworkModelOnly:
+	case NetworkAuto, NetworkOpen, NetworkModelOnly:
 		return n, nil
 	}
-	return "", fmt.Errorf("unknown network %q (want open or model-only)", s)
+	return "", fmt.Errorf("unknown network %q (want auto, open or model-only)", s)
+}
+
+// Effective is the network the agents get under mode (the Report's):
+// NetworkAuto is model-only under bubblewrap, open otherwise.
+func (n Network) Effective(mode Mode) Network {
+	if n != NetworkAuto && n != "" {
+		return n
+	}
+	if mode == ModeBwrap {
+		return NetworkModelOnly
+	}
+	return NetworkOpen
 }
 
 // InstallHint says how to get bubblewrap.
@@ -76,8 +91,9 @@ type Report struct {
 }
 
 // Probe reports whether bubblewrap is installed in env's PATH and can make
-// the namespaces spawn needs (user and pid namespaces, a read-only root, a
-// fresh /proc and /dev), by running it once. It never fails: a machine
+// the sandbox spawn needs (user and pid namespaces, no capabilities, no
+// nested user namespaces, the system roots read-only, fresh /proc and
+// /dev, private tmpfs), by running it once. It never fails: a machine
 // without a working bubblewrap is a Report with Mode none and the reason.
 // Cancelling ctx stops the probe and reports none.
 func Probe(ctx context.Context, env []string) Report {
@@ -85,8 +101,8 @@ func Probe(ctx context.Context, env []string) Report {
 	if err != nil {
 		return Report{Mode: ModeNone, Reason: "bubblewrap (bwrap) is not installed"}
 	}
-	args := append(baseArgs(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "true")
-	if _, err := proc.Run(ctx, proc.Cmd{Path: bin, Args: args, Env: []string{"PATH=/usr/bin:/bin"}}); err != nil {
+	probe := Spec{Bwrap: bin}.Confine(proc.Cmd{Path: "true", Env: []string{"PATH=/usr/bin:/bin"}})
+	if _, err := proc.Run(ctx, probe); err != nil {
 		var exit *proc.ExitError
 		if errors.As(err, &exit) {
 			return Report{Mode: ModeNone, Reason: fmt.Sprintf("bubblewrap is installed at %s but cannot create a sandbox here: %s", bin, strings.TrimSpace(exit.Stderr))}

@@ -41,23 +41,31 @@ func TestWithoutBubblewrapAutoFallsBackAndBwrapFailsClosed(t *testing.T) {
 	assert.Contains(t, r.Reason, "configuration")
 }
 
-// The agent's command line: bwrap's namespaces, the whole filesystem
-// read-only, a hidden HOME with the repository shown again inside it,
-// writable paths mounted after the read-only ones that hold them, and the
-// agent's own argv after "--".
-func TestWrapMountsParentsBeforeChildren(t *testing.T) {
-	s := Spec{Bwrap: "/usr/bin/bwrap", Hide: []string{"/home/u"},
-		ReadOnly: []string{"/home/u/src/repo"},
+// The agent's command line: bwrap's namespaces, no capability and no
+// nested user namespace, the system roots read-only and nothing else of the
+// host (no `--ro-bind / /`, no HOME, no /tmp of the host's), the secrets of
+// /etc masked, private tmpfs, mounts ordered parents before children, the
+// root read-only, and the agent's own argv after "--".
+func TestWrapShowsOnlyWhatItIsGiven(t *testing.T) {
+	s := Spec{Bwrap: "/usr/bin/bwrap",
+		ReadOnly: []string{"/home/u/src/repo/.git/objects", "/usr/local/go"},
 		Writable: []string{"/home/u/src/repo/.spawn/worktrees/1", "/tmp/agents/coder"},
-		Files:    []Bind{{Src: "/home/u/.claude/.credentials.json", Dst: "/tmp/agents/coder/config/.credentials.json"}}}
+		Files:    []Bind{{Src: "/run/spawn/hooks.json", Dst: "/tmp/agents/coder/hooks.json"}}}
 	cmd := s.Wrap(runners.Command{Path: "claude", Args: []string{"-p"}, Dir: "/home/u/src/repo/.spawn/worktrees/1", Env: []string{"A=1"}})
 	assert.Equal(t, "/usr/bin/bwrap", cmd.Path)
 	assert.Equal(t, []string{"A=1"}, cmd.Env)
 	argv := strings.Join(cmd.Args, " ")
-	for _, want := range []string{"--die-with-parent", "--unshare-user", "--unshare-pid", "--ro-bind / /", "--proc /proc", "--dev /dev"} {
+	for _, want := range []string{"--die-with-parent", "--unshare-user", "--unshare-pid", "--cap-drop ALL", "--disable-userns",
+		"--ro-bind /usr /usr", "--ro-bind /etc /etc", "--proc /proc", "--dev /dev", "--tmpfs /tmp", "--tmpfs /run", "--tmpfs /dev/shm",
+		"--ro-bind /dev/null /etc/shadow", "--symlink ../run /var/run"} {
 		assert.Contains(t, argv, want)
 	}
-	order := []string{"--tmpfs /home/u", "--ro-bind /home/u/src/repo /home/u/src/repo", "--bind /home/u/src/repo/.spawn/worktrees/1", "--remount-ro /home/u", "--chdir /home/u/src/repo/.spawn/worktrees/1 -- claude -p"}
+	for _, never := range []string{"--ro-bind / /", "/home/u/src/repo /home/u/src/repo ", "--ro-bind /home ", "--bind /tmp ", "/usr/local/go", "--unshare-net"} {
+		assert.NotContains(t, argv, never)
+	}
+	order := []string{"--tmpfs /tmp", "--ro-bind /etc /etc", "--ro-bind /dev/null /etc/shadow", "--bind /tmp/agents/coder /tmp/agents/coder",
+		"--ro-bind /run/spawn/hooks.json /tmp/agents/coder/hooks.json", "--ro-bind /home/u/src/repo/.git/objects", "--bind /home/u/src/repo/.spawn/worktrees/1",
+		"--remount-ro / --chdir /home/u/src/repo/.spawn/worktrees/1 -- claude -p"}
 	last := -1
 	for _, o := range order {
 		i := strings.Index(argv, o)
@@ -65,8 +73,7 @@ func TestWrapMountsParentsBeforeChildren(t *testing.T) {
 		assert.Greater(t, i, last, "%s comes after the previous mount", o)
 		last = i
 	}
-	assert.Less(t, strings.Index(argv, "--bind /tmp/agents/coder "), strings.Index(argv, "--ro-bind /home/u/.claude/.credentials.json"), "the login is shown read-only inside the writable private dir")
-	assert.NotContains(t, argv, "--unshare-net")
+	assert.Contains(t, Spec{Bwrap: "bwrap", NoNetwork: true}.Confine(proc.Cmd{Path: "true"}).Args, "--unshare-net")
 }
 
 // The agents' environment holds no credential of any kind, and spawn's
@@ -100,12 +107,20 @@ func TestGuardUndoesRefConfigAndHookChanges(t *testing.T) {
 	testenv.Git(t, wt, "tag", "v9")
 	testenv.Git(t, wt, "config", "core.fsmonitor", "touch /tmp/pwned")
 	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(repo, ".git", "info", "attributes"), []byte("* filter=evil\n"), 0o644))
+	// The committed README.md's blob, replaced in place by a backdoor.
+	blob := testenv.Git(t, repo, "rev-parse", "main:README.md")
+	obj := filepath.Join(repo, ".git", "objects", blob[:2], blob[2:])
+	require.NoError(t, os.Chmod(obj, 0o644))
+	require.NoError(t, os.WriteFile(obj, []byte("backdoor"), 0o444))
 
 	changes, err := g.Check(ctx, before)
 	require.NoError(t, err)
 	var what []string
 	for _, c := range changes {
-		assert.True(t, c.Restored, c.What)
+		if !strings.Contains(c.What, "object store") {
+			assert.True(t, c.Restored, c.What)
+		}
 		what = append(what, c.What)
 	}
 	all := strings.Join(what, "\n")
@@ -113,6 +128,8 @@ func TestGuardUndoesRefConfigAndHookChanges(t *testing.T) {
 	assert.Contains(t, all, "refs/heads/main moved")
 	assert.Contains(t, all, "refs/tags/v9 was created")
 	assert.Contains(t, all, ".git/hooks/pre-commit was added")
+	assert.Contains(t, all, ".git/info/attributes was created")
+	assert.Contains(t, all, "objects/"[:0]+blob[:2]+"/"+blob[2:]+" was", "the replaced object")
 	assert.NotContains(t, all, "spawn/r1/task", "the run's own branch may move")
 
 	assert.Equal(t, main, testenv.Git(t, repo, "rev-parse", "main"))
@@ -125,7 +142,7 @@ func TestGuardUndoesRefConfigAndHookChanges(t *testing.T) {
 
 // On a machine with bubblewrap (every CI machine), Probe says a run gets
 // it, and a wrapped command really runs confined: it cannot write outside
-// what it was given.
+// what it was given, which is all it sees of the host's /tmp.
 func TestProbeFindsWorkingBubblewrapAndItConfines(t *testing.T) {
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	r := Probe(context.Background(), env)
@@ -141,7 +158,7 @@ func TestProbeFindsWorkingBubblewrapAndItConfines(t *testing.T) {
 	_, err := proc.Run(context.Background(), proc.Cmd{Path: cmd.Path, Args: cmd.Args, Env: env})
 	var exit *proc.ExitError
 	require.ErrorAs(t, err, &exit)
-	assert.Contains(t, exit.Stderr, "Read-only file system")
+	assert.Contains(t, exit.Stderr, denied, "the host's other directories are not there at all")
 	assert.FileExists(t, filepath.Join(ok, "in"))
 	assert.NoFileExists(t, filepath.Join(denied, "out"))
 }

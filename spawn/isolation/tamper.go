@@ -2,14 +2,20 @@ package isolation
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Git is what the tamper detector needs of the user's repository: git run
@@ -19,10 +25,15 @@ type Git interface {
 }
 
 // Guard watches what the user relies on in one repository while a run's
-// agents work: every ref outside the run's own (Own), the main work tree's
-// HEAD, .git/config, the hooks directory and the work tree's status. It
-// never reads what it guards through a git command that the guarded files
-// could configure (hooks, fsmonitor) before those files are restored.
+// agents work without a sandbox: every ref outside the run's own (Own),
+// the main work tree's HEAD, .git/config, the hooks directory, the files
+// of .git/info (exclude, attributes, grafts, sparse-checkout) and .git's
+// shallow, the pointers of the user's own linked worktrees
+// (.git/worktrees/*/{HEAD,commondir,gitdir}), the objects already in the
+// store (a loose object or a pack replaced or removed in place), and the
+// work tree's status. It never reads what it guards through a git command
+// that the guarded files could configure (hooks, fsmonitor) before those
+// files are restored.
 type Guard struct {
 	Git       Git
 	CommonDir string // the repository's .git
@@ -33,11 +44,20 @@ type Guard struct {
 
 // Snapshot is the guarded state at one moment.
 type Snapshot struct {
-	refs   map[string]string // ref -> object id
-	head   []byte            // the HEAD file
-	config []byte            // .git/config
-	hooks  map[string]file   // path relative to the hooks directory -> content
-	status string            // the main work tree's status
+	refs    map[string]string     // ref -> object id
+	head    []byte                // the HEAD file
+	config  []byte                // .git/config
+	hooks   map[string]file       // path relative to the hooks directory -> content
+	files   map[string][]byte     // other guarded files, relative to .git (nil: absent)
+	objects map[string]objectFile // objects/ file -> what it was
+	status  string                // the main work tree's status
+}
+
+// objectFile is an object store's file as stat saw it.
+type objectFile struct {
+	size  int64
+	mtime int64
+	ino   uint64
 }
 
 type file struct {
@@ -75,6 +95,12 @@ func (g Guard) Take(ctx context.Context) (Snapshot, error) {
 	if s.refs, err = g.refs(ctx); err != nil {
 		return s, err
 	}
+	if s.files, err = g.guardedFiles(); err != nil {
+		return s, err
+	}
+	if s.objects, err = objectFiles(filepath.Join(g.CommonDir, "objects")); err != nil {
+		return s, err
+	}
 	if s.status, err = g.Git.Run(ctx, append(safeGit, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none")...); err != nil {
 		return s, fmt.Errorf("snapshot the work tree's status: %w", err)
 	}
@@ -94,6 +120,94 @@ func (g Guard) refs(ctx context.Context) (map[string]string, error) {
 		}
 	}
 	return refs, nil
+}
+
+// guardedFiles reads the files of .git that are neither config, HEAD
+// nor hooks but steer git all the same, by their path relative to .git; a
+// file that does not exist is there with a nil content.
+func (g Guard) guardedFiles() (map[string][]byte, error) {
+	names := []string{"info/exclude", "info/attributes", "info/grafts", "info/sparse-checkout", "shallow", "commondir"}
+	if wts, err := os.ReadDir(filepath.Join(g.CommonDir, "worktrees")); err == nil {
+		for _, wt := range wts {
+			for _, f := range []string{"HEAD", "commondir", "gitdir"} {
+				names = append(names, filepath.Join("worktrees", wt.Name(), f))
+			}
+		}
+	}
+	out := map[string][]byte{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(g.CommonDir, n))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("snapshot .git/%s: %w", n, err)
+		}
+		out[n] = b
+	}
+	return out, nil
+}
+
+// objectFiles stats the loose objects and packs of an object store.
+func objectFiles(dir string) (map[string]objectFile, error) {
+	out := map[string]objectFile{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && p == dir {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			if rel, _ := filepath.Rel(dir, p); rel == "info" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		of := objectFile{size: info.Size(), mtime: info.ModTime().UnixNano()}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			of.ino = st.Ino
+		}
+		out[rel] = of
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot the objects: %w", err)
+	}
+	return out, nil
+}
+
+// looseObjectIntact reports whether the loose object at name (xx/yyyy...)
+// in the object store dir still holds the object its name says: its
+// content, inflated, hashes to the name. Any other file counts as intact.
+func looseObjectIntact(dir, name string) bool {
+	sub, rest, ok := strings.Cut(filepath.ToSlash(name), "/")
+	id := sub + rest
+	if !ok || len(sub) != 2 || (len(id) != 40 && len(id) != 64) {
+		return true
+	}
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	z, err := zlib.NewReader(f)
+	if err != nil {
+		return false
+	}
+	h := sha1.New()
+	if len(id) == 64 {
+		h = sha256.New()
+	}
+	if _, err := io.Copy(h, z); err != nil {
+		return false
+	}
+	return hex.EncodeToString(h.Sum(nil)) == id
 }
 
 func readHooks(dir string) (map[string]file, error) {
@@ -162,6 +276,38 @@ func (g Guard) Check(ctx context.Context, before Snapshot) ([]Change, error) {
 	}
 	restore(".git/config", "config", before.config)
 	restore("HEAD of the main work tree", "HEAD", before.head)
+	for name, old := range before.files {
+		path := filepath.Join(g.CommonDir, name)
+		if old == nil {
+			if _, err := os.Lstat(path); err == nil {
+				err = os.Remove(path)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("remove %s: %w", path, err))
+				}
+				changes = append(changes, Change{What: ".git/" + name + " was created", Restored: err == nil})
+			}
+			continue
+		}
+		restore(".git/"+name, name, old)
+	}
+	objects, err := objectFiles(filepath.Join(g.CommonDir, "objects"))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for name, old := range before.objects {
+		now, ok := objects[name]
+		switch {
+		case objects == nil:
+		case !ok:
+			changes = append(changes, Change{What: fmt.Sprintf("the object store's %s was deleted", name)})
+		case now.size != old.size || now.ino != old.ino:
+			changes = append(changes, Change{What: fmt.Sprintf("the object store's %s was replaced (run git fsck)", name)})
+		case now.mtime != old.mtime && !looseObjectIntact(filepath.Join(g.CommonDir, "objects"), name):
+			// git itself touches an object it finds again (freshening): a
+			// loose object whose time changed is checked against its name.
+			changes = append(changes, Change{What: fmt.Sprintf("the object store's %s was changed in place (run git fsck)", name)})
+		}
+	}
 
 	hooksDir := filepath.Join(g.CommonDir, "hooks")
 	now, err := readHooks(hooksDir)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -23,18 +24,22 @@ const (
 )
 
 // Inbox is a run's message inbox: messages for its running coder, posted
-// by `spawn send` and taken by whoever hands them to the coder (claude's
-// hooks, inside the coder's sandbox, or spawn itself, in the coder's next
-// prompt). It is a directory:
+// by `spawn send` and delivered by whoever hands them to the coder
+// (claude's hooks, inside the coder's sandbox, or spawn itself, in the
+// coder's next prompt). It is a directory:
 //
-//	pending/<id>.json     posted, not yet delivered
-//	delivered/<id>.json   delivered: the same message with when, how and in which round
+//	pending/<id>.json     a message as spawn posted it: written by spawn alone
+//	delivered/<id>.json   a delivery: when, how and in which round
 //
-// Each file is one observability.Message, written whole to a temporary
-// name and renamed into place, so a reader never sees half a message.
-// Taking a message starts with renaming it out of pending/: of two takers
-// racing for it, exactly one gets it. An Inbox is safe for concurrent use
-// by goroutines and processes.
+// A message is delivered once a delivery of its id exists. The coder's
+// sandbox shows pending/ read-only and delivered/ writable (its hooks
+// record deliveries there), so what a message says is always spawn's own
+// copy: a delivery is only a claim about timing, read without following
+// links, its id matched against the messages spawn posted. A message file
+// is written whole to a temporary name and renamed into place; a delivery
+// is created exclusively, so of two deliverers racing for a message
+// exactly one delivers it. An Inbox is safe for concurrent use by
+// goroutines and processes.
 type Inbox struct {
 	dir string
 }
@@ -49,10 +54,17 @@ func NewInbox(dir string) *Inbox { return &Inbox{dir: dir} }
 // Dir returns the inbox's directory.
 func (in *Inbox) Dir() string { return in.dir }
 
+// PendingDir is where messages are posted: read-only to the coder.
+func (in *Inbox) PendingDir() string { return filepath.Join(in.dir, pendingName) }
+
+// DeliveredDir is where deliveries are recorded: writable by the coder's
+// hooks.
+func (in *Inbox) DeliveredDir() string { return filepath.Join(in.dir, deliveredName) }
+
 // Prepare creates the inbox's directories, so that a sandbox can bind the
 // inbox before anything was posted to it.
 func (in *Inbox) Prepare() error {
-	for _, d := range []string{in.pending(), in.delivered()} {
+	for _, d := range []string{in.PendingDir(), in.DeliveredDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return fmt.Errorf("create the inbox %s: %w", in.dir, err)
 		}
@@ -60,8 +72,9 @@ func (in *Inbox) Prepare() error {
 	return nil
 }
 
-func (in *Inbox) pending() string   { return filepath.Join(in.dir, pendingName) }
-func (in *Inbox) delivered() string { return filepath.Join(in.dir, deliveredName) }
+// messageID matches the ids Post makes: the time to the nanosecond and
+// four hex digits.
+var messageID = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9]{9}-[0-9a-f]{4}$`)
 
 // Post puts a message with text into the inbox, sent at now, and returns
 // it. Its id sorts after the ids of the messages posted before it (to the
@@ -79,26 +92,35 @@ func (in *Inbox) Post(text string, now time.Time) (observability.Message, error)
 		Text:   text,
 		SentAt: now,
 	}
-	if err := writeMessage(in.pending(), m); err != nil {
+	if err := writeMessage(in.PendingDir(), m); err != nil {
 		return observability.Message{}, fmt.Errorf("post a message to %s: %w", in.dir, err)
 	}
 	return m, nil
 }
 
-// Take delivers every pending message, oldest first: each is moved to
-// delivered/ stamped with now, how and round, and returned. A message
-// another taker got first is not returned. No pending message is no
-// error (nil, nil). On an error, the messages taken so far are returned
-// with it.
+// delivery is what a delivery file says.
+type delivery struct {
+	At    time.Time              `json:"at"`
+	How   observability.Delivery `json:"how"`
+	Round int                    `json:"round"`
+}
+
+// Take delivers every pending message, oldest first: a delivery stamped
+// with now, how and round is created for each, and each is returned. A
+// message another deliverer got first is not returned. No pending message
+// is no error (nil, nil). On an error, the messages taken so far are
+// returned with it.
 func (in *Inbox) Take(now time.Time, how observability.Delivery, round int) ([]observability.Message, error) {
-	names, err := messageNames(in.pending())
+	posted, err := in.posted()
 	if err != nil {
-		return nil, fmt.Errorf("read the inbox %s: %w", in.dir, err)
+		return nil, err
 	}
 	var taken []observability.Message
-	for _, name := range names {
-		m, ok, err := in.take(name, now, how, round)
+	for _, m := range posted {
+		d := delivery{At: now.UTC(), How: how, Round: round}
+		ok, err := in.deliver(m.ID, d)
 		if ok {
+			m.DeliveredAt, m.How, m.Round = &d.At, d.How, d.Round
 			taken = append(taken, m)
 		}
 		if err != nil {
@@ -108,90 +130,146 @@ func (in *Inbox) Take(now time.Time, how observability.Delivery, round int) ([]o
 	return taken, nil
 }
 
-// take claims one pending message by renaming it to a hidden name in
-// delivered/, stamps it and writes it under its own name there. ok is
-// false when another taker claimed it first; it is true, with an error,
-// when the message was delivered but its claim could not be removed.
-func (in *Inbox) take(name string, now time.Time, how observability.Delivery, round int) (_ observability.Message, ok bool, err error) {
-	claim := filepath.Join(in.delivered(), ".taking-"+name)
-	if err := os.Rename(filepath.Join(in.pending(), name), claim); errors.Is(err, fs.ErrNotExist) {
-		return observability.Message{}, false, nil
-	} else if err != nil {
-		return observability.Message{}, false, err
-	}
-	m, err := readMessage(claim)
+// deliver creates the delivery of id; ok is false when it existed.
+func (in *Inbox) deliver(id string, d delivery) (ok bool, err error) {
+	b, err := json.Marshal(d)
 	if err != nil {
-		return observability.Message{}, false, err
+		return false, err
 	}
-	at := now.UTC()
-	m.DeliveredAt, m.How, m.Round = &at, how, round
-	if err := writeMessage(in.delivered(), m); err != nil {
-		return observability.Message{}, false, err
+	f, err := os.OpenFile(filepath.Join(in.DeliveredDir(), id+messageExt), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
 	}
-	return m, true, os.Remove(claim)
+	if err != nil {
+		return false, err
+	}
+	_, err = f.Write(append(b, '\n'))
+	return true, errors.Join(err, f.Close())
 }
 
-// Delivered returns the delivered messages, oldest first. An inbox that
-// does not exist has none.
-func (in *Inbox) Delivered() ([]observability.Message, error) {
-	return in.list(in.delivered())
-}
-
-// Pending returns the messages waiting for the coder, oldest first.
-func (in *Inbox) Pending() ([]observability.Message, error) {
-	return in.list(in.pending())
-}
-
-func (in *Inbox) list(dir string) ([]observability.Message, error) {
-	names, err := messageNames(dir)
+// posted reads the messages spawn posted, oldest first, each with its
+// delivery if it has one. A delivery is read without following links, and
+// one that does not parse, or says something impossible, counts as a
+// delivery of unknown time.
+func (in *Inbox) posted() ([]observability.Message, error) {
+	names, err := messageNames(in.PendingDir())
 	if err != nil {
 		return nil, fmt.Errorf("read the inbox %s: %w", in.dir, err)
 	}
 	var ms []observability.Message
+	var root *os.Root
+	defer func() {
+		if root != nil {
+			root.Close()
+		}
+	}()
 	for _, name := range names {
-		m, err := readMessage(filepath.Join(dir, name))
+		id := strings.TrimSuffix(name, messageExt)
+		if !messageID.MatchString(id) {
+			continue
+		}
+		m, err := readMessage(filepath.Join(in.PendingDir(), name))
 		if errors.Is(err, fs.ErrNotExist) {
-			continue // taken meanwhile
+			continue // withdrawn meanwhile
 		}
 		if err != nil {
 			return ms, fmt.Errorf("read the inbox %s: %w", in.dir, err)
+		}
+		m.ID = id
+		if root == nil {
+			if root, err = os.OpenRoot(in.DeliveredDir()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return ms, fmt.Errorf("read the inbox %s: %w", in.dir, err)
+			}
+		}
+		if root != nil {
+			m.DeliveredAt, m.How, m.Round = readDelivery(root, name)
 		}
 		ms = append(ms, m)
 	}
 	return ms, nil
 }
 
+// readDelivery reads the delivery name in root: nil when there is none.
+// Whatever the name holds counts as a delivery (so that Take and Pending
+// agree), but only a small regular file is read, never through a link;
+// its time is the entry's own when it names none.
+func readDelivery(root *os.Root, name string) (*time.Time, observability.Delivery, int) {
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, "", 0
+	}
+	at := fi.ModTime().UTC()
+	var d delivery
+	if !fi.Mode().IsRegular() || fi.Size() > 4096 {
+		return &at, "", 0
+	}
+	b, err := root.ReadFile(name)
+	if err != nil || json.Unmarshal(b, &d) != nil {
+		return &at, "", 0
+	}
+	switch d.How {
+	case observability.DeliveryToolCall, observability.DeliveryStop, observability.DeliveryPrompt:
+	default:
+		d.How = ""
+	}
+	if d.At.IsZero() {
+		d.At = at
+	}
+	return &d.At, d.How, max(d.Round, 0)
+}
+
+// Delivered returns the delivered messages, oldest first. An inbox that
+// does not exist has none.
+func (in *Inbox) Delivered() ([]observability.Message, error) {
+	ms, err := in.posted()
+	return slices.DeleteFunc(ms, func(m observability.Message) bool { return m.DeliveredAt == nil }), err
+}
+
+// Pending returns the messages waiting for the coder, oldest first.
+func (in *Inbox) Pending() ([]observability.Message, error) {
+	ms, err := in.posted()
+	return slices.DeleteFunc(ms, func(m observability.Message) bool { return m.DeliveredAt != nil }), err
+}
+
 // Message returns the message id: delivered, or still pending (then its
-// DeliveredAt is nil). A message that is in neither place (withdrawn, or
-// never posted) is an error matching fs.ErrNotExist.
+// DeliveredAt is nil). A message that was never posted, or withdrawn, is
+// an error matching fs.ErrNotExist.
 func (in *Inbox) Message(id string) (observability.Message, error) {
-	name := id + messageExt
-	m, err := readMessage(filepath.Join(in.delivered(), name))
-	if errors.Is(err, fs.ErrNotExist) {
-		m, err = readMessage(filepath.Join(in.pending(), name))
-		if errors.Is(err, fs.ErrNotExist) {
-			// Between pending/ and delivered/: being taken right now.
-			m, err = readMessage(filepath.Join(in.delivered(), ".taking-"+name))
-			m.DeliveredAt = nil
+	if !messageID.MatchString(id) {
+		return observability.Message{}, fmt.Errorf("message %s: %w", id, fs.ErrNotExist)
+	}
+	ms, err := in.posted()
+	if err != nil {
+		return observability.Message{}, err
+	}
+	for _, m := range ms {
+		if m.ID == id {
+			return m, nil
 		}
 	}
-	if err != nil {
-		return observability.Message{}, fmt.Errorf("message %s: %w", id, err)
-	}
-	return m, nil
+	return observability.Message{}, fmt.Errorf("message %s: %w", id, fs.ErrNotExist)
 }
 
 // Withdraw removes the pending message id and reports whether it did:
 // false when it was delivered first (or never posted).
 func (in *Inbox) Withdraw(id string) (bool, error) {
-	err := os.Remove(filepath.Join(in.pending(), id+messageExt))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	m, err := in.Message(id)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && m.DeliveredAt != nil {
 		return false, nil
-	case err != nil:
+	}
+	if err != nil {
+		return false, err
+	}
+	// A claim that makes the message delivered, so that no deliverer
+	// hands it over while it is being withdrawn.
+	ok, err := in.deliver(id, delivery{At: time.Now().UTC(), How: "withdrawn"})
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := os.Remove(filepath.Join(in.PendingDir(), id+messageExt)); err != nil {
 		return false, fmt.Errorf("withdraw message %s: %w", id, err)
 	}
-	return true, nil
+	return true, os.Remove(filepath.Join(in.DeliveredDir(), id+messageExt))
 }
 
 // messageNames lists the message files of dir, sorted; a directory that

@@ -131,3 +131,26 @@ func TestARunsInboxIsInItsDirectory(t *testing.T) {
 	assert.DirExists(t, filepath.Join(p.Dir, "inbox", "pending"))
 	assert.DirExists(t, filepath.Join(p.Dir, "inbox", "delivered"))
 }
+
+// What a message says is spawn's own copy: a coder that can write the
+// inbox's deliveries (its hooks record them) can neither make up a
+// message, nor make spawn read a file through a link, nor give a delivery
+// a message that was never posted.
+func TestADeliveryIsOnlyAClaimAboutTiming(t *testing.T) {
+	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	m, err := in.Post("the user's words", time.Now())
+	require.NoError(t, err)
+	secret := filepath.Join(t.TempDir(), "secret.json")
+	require.NoError(t, os.WriteFile(secret, []byte(`{"at":"2020-01-01T00:00:00Z","how":"stop","round":7,"text":"SECRET"}`), 0o600))
+	require.NoError(t, os.Symlink(secret, filepath.Join(in.DeliveredDir(), m.ID+".json")))
+	require.NoError(t, os.WriteFile(filepath.Join(in.DeliveredDir(), "config.json"), []byte(`{"id":"config","text":"FORGED"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(in.DeliveredDir(), "20260101-000000-000000000-0000.json"), []byte(`{"how":"stop"}`), 0o644))
+
+	delivered, err := in.Delivered()
+	require.NoError(t, err)
+	require.Len(t, delivered, 1, "only a message spawn posted")
+	assert.Equal(t, "the user's words", delivered[0].Text)
+	assert.NotEqual(t, 7, delivered[0].Round, "the linked file was not read")
+	_, err = in.Message("config")
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+}

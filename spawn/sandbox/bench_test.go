@@ -35,7 +35,8 @@ func benchRepo(b *testing.B) string {
 }
 
 // BenchmarkWorktree compares spawn's sandbox provisioning (checks, exclude,
-// worktree on a new branch) with a bare `git worktree add -b`.
+// a worktree with a store of its own, the run's branch) with a bare `git
+// worktree add -b`.
 func BenchmarkWorktree(b *testing.B) {
 	repo := benchRepo(b)
 	env := testenv.Env(b)
@@ -46,7 +47,7 @@ func BenchmarkWorktree(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := plan.Create(ctx); err != nil {
+			if _, err := plan.Create(ctx, testExe(b)); err != nil {
 				b.Fatal(err)
 			}
 		}

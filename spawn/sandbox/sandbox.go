@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"unicode"
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
 )
 
 // Dir is spawn's folder at the top of the user's repository; git ignores it
@@ -161,54 +163,237 @@ func (p Plan) Dirty() (bool, error) {
 	return p.dirty.dirty, p.dirty.err
 }
 
-// Sandbox is a git worktree on a branch of its own, where the coder works.
+// Sandbox is where the coder works: a worktree with a git store of its
+// own (Path/.git, which borrows the user's objects read-only through
+// alternates), and the run's branch in the user's repository, which only
+// spawn moves, by publishing what the coder's store holds.
+//
+// Nothing spawn does as the user reads or runs what the coder could
+// write: the coder's store, its worktree and every pointer in them
+// (.git, HEAD, refs, config, attributes) are read only by spawn's git
+// helper, which runs where the coder's processes run (see Jail). Its
+// answer is data: the commits it names are imported into the user's
+// repository with every object verified, and the run's branch is moved by
+// compare-and-swap.
 type Sandbox struct {
 	Repo   git.Repo // the user's repository
-	Tree   git.Repo // the worktree
-	Path   string   // the worktree's directory
+	Path   string   // the worktree; the coder's store is Path/.git
 	Branch string
 	Base   string // the commit the branch starts from
+	// Objects are the user's object directories the coder's store
+	// borrows, read-only (the repository's, its alternates', those of the
+	// submodules spawn cloned): a sandbox must show them.
+	Objects []string
+	// Legacy is a worktree an older spawn made: a linked worktree of the
+	// user's repository, sharing its refs and objects. Nothing is run in
+	// it; it can only be removed.
+	Legacy bool
+	// Exe is spawn's binary, which runs as the git helper.
+	Exe string
 
-	mu   sync.Mutex // guards head and known
-	head string     // the branch's tip as Save last saw or made it; "" until then
-	// known says head is still the tip: Save set it and nothing ran in the
-	// worktree since (see Touch).
-	known bool
+	mu        sync.Mutex // guards published
+	published string     // the branch's tip in the user's repository
+	name      string     // who spawn commits as; "" for spawn itself
+	email     string
 }
 
-// Create makes the worktree and its branch. When it fails, nothing it made
-// is left behind.
-func (p Plan) Create(ctx context.Context) (sb *Sandbox, err error) {
+// ErrLegacy means the sandbox is a linked worktree an older spawn made.
+var ErrLegacy = errors.New("the sandbox is a linked worktree made by an older spawn, which shares the repository's git state with its coder; spawn no longer runs git in it")
+
+// Jail runs spawn's git helper with no more than the coder's own powers:
+// under the coder's sandbox (its view of the files, no network, no
+// credential), or, without one, with the coder's environment. Confine
+// returns the command that runs c so.
+type Jail interface {
+	Confine(c proc.Cmd) proc.Cmd
+}
+
+// Create makes the worktree, its own store and the run's branch. When it
+// fails, nothing it made is left behind. exe is spawn's binary (the git
+// helper).
+func (p Plan) Create(ctx context.Context, exe string) (sb *Sandbox, err error) {
 	if err := excludeSpawnDir(ctx, p.Repo); err != nil {
+		return nil, err
+	}
+	common, err := p.Repo.CommonDir(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
 		return nil, fmt.Errorf("create %s: %w", filepath.Dir(p.Path), err)
 	}
-	tree, err := p.Repo.AddWorktree(ctx, p.Path, p.Branch, p.Base)
-	if err != nil {
-		sb := &Sandbox{Repo: p.Repo, Path: p.Path, Branch: p.Branch}
-		return nil, errors.Join(err, sb.Remove(context.WithoutCancel(ctx)))
+	if err := os.Mkdir(p.Path, 0o755); err != nil {
+		return nil, fmt.Errorf("create the worktree %s: %w", p.Path, err)
 	}
-	return &Sandbox{Repo: p.Repo, Tree: tree, Path: p.Path, Branch: p.Branch, Base: p.Base}, nil
+	sb = &Sandbox{Repo: p.Repo, Path: p.Path, Branch: p.Branch, Base: p.Base, Exe: exe, published: p.Base}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, os.RemoveAll(p.Path))
+			sb = nil
+		}
+	}()
+	if sb.Objects, err = objectDirs(filepath.Join(common, "objects")); err != nil {
+		return sb, err
+	}
+	ident := make(chan error, 1)
+	go func() {
+		var err error
+		sb.name, sb.email, err = p.Repo.Identity(ctx)
+		ident <- err
+	}()
+	format := p.Repo.ObjectFormat
+	if format == "" {
+		format = "sha1"
+	}
+	init := git.Repo{Dir: filepath.Dir(p.Path), Env: p.Repo.Env}
+	_, err = init.Run(ctx, "init", "--quiet", "--template=", "--object-format="+format, "--initial-branch="+p.Branch, p.Path)
+	if ierr := <-ident; err == nil {
+		err = ierr
+	}
+	if err != nil {
+		return sb, fmt.Errorf("create the coder's git store: %w", err)
+	}
+	store := filepath.Join(p.Path, ".git")
+	if err := writeFile(filepath.Join(store, "objects", "info", "alternates"), strings.Join(sb.Objects, "\n")+"\n"); err != nil {
+		return sb, err
+	}
+	if shallow, err := os.ReadFile(filepath.Join(common, "shallow")); err == nil {
+		if err := writeFile(filepath.Join(store, "shallow"), string(shallow)); err != nil {
+			return sb, err
+		}
+	}
+	if err := writeFile(filepath.Join(store, filepath.FromSlash("refs/heads/"+p.Branch)), p.Base+"\n"); err != nil {
+		return sb, err
+	}
+	name, email := sb.name, sb.email
+	if name == "" || email == "" {
+		name, email = "spawn", "spawn@localhost"
+	}
+	if err := appendFile(filepath.Join(store, "config"), fmt.Sprintf("[user]\n\tname = %s\n\temail = %s\n[gc]\n\tauto = 0\n", quoteConfig(name), quoteConfig(email))); err != nil {
+		return sb, err
+	}
+	if _, err := (git.Repo{Dir: p.Path, Env: p.Repo.Env}).Run(ctx, "reset", "--quiet", "--hard"); err != nil {
+		return sb, fmt.Errorf("check out %s in the worktree: %w", p.Base, err)
+	}
+	if err := p.Repo.UpdateRef(ctx, "refs/heads/"+p.Branch, p.Base, git.ZeroOID(format), "spawn: run "+p.ID); err != nil {
+		return sb, fmt.Errorf("create the branch %s: %w", p.Branch, err)
+	}
+	return sb, nil
 }
 
-// Open returns the sandbox of an existing run: its worktree at path on
-// branch, started at base. It checks nothing: a worktree that is gone
-// makes the sandbox's methods fail with ErrGone.
-func Open(repo git.Repo, path, branch, base string) *Sandbox {
-	return &Sandbox{Repo: repo, Tree: git.Repo{Dir: path, Env: repo.Env}, Path: path, Branch: branch, Base: base}
+// objectDirs is the object directory dir and those it borrows from
+// (objects/info/alternates, recursively): the user's own, read before any
+// agent ran.
+func objectDirs(dir string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(dir string, depth int) error
+	walk = func(dir string, depth int) error {
+		dir = filepath.Clean(dir)
+		if seen[dir] || depth > 5 {
+			return nil
+		}
+		seen[dir] = true
+		out = append(out, dir)
+		b, err := os.ReadFile(filepath.Join(dir, "info", "alternates"))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the repository's alternates: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if !filepath.IsAbs(line) {
+				line = filepath.Join(dir, line)
+			}
+			if err := walk(line, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(dir, 0)
 }
 
-// Remove deletes the worktree and its branch, whatever they hold: it undoes
-// Create when the set-up of a run fails. What does not exist is skipped.
+// quoteConfig quotes a git config value.
+func quoteConfig(v string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", " ").Replace(v) + `"`
+}
+
+// writeFile writes a file spawn owns in a directory it just made.
+func writeFile(path, data string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(data), 0o644)
+}
+
+func appendFile(path, data string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(data)
+	return errors.Join(err, f.Close())
+}
+
+// Open returns the sandbox of an existing run in the repository at repo
+// (its top), worktree <repo>/.spawn/worktrees/<id>, on branch, started
+// at base. Every path is spawn's own, derived from id (which the caller
+// validated), never read from anything in the worktree: the worktree and
+// the folders above it must be real directories (no link), and the
+// branch's tip is read from the user's repository. A worktree that is
+// gone makes Save fail with ErrGone.
+func Open(ctx context.Context, repo git.Repo, id, branch, base, exe string) (*Sandbox, error) {
+	path := filepath.Join(repo.Dir, Dir, "worktrees", id)
+	sb := &Sandbox{Repo: repo, Path: path, Branch: branch, Base: base, Exe: exe, published: base}
+	for _, p := range []string{filepath.Join(repo.Dir, Dir), filepath.Dir(path), path} {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("%s is not the directory spawn made (it is now a %s)", p, kind(fi))
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(path, ".git")); err == nil && fi.Mode().IsRegular() {
+		sb.Legacy = true
+	}
+	common, err := repo.CommonDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if sb.Objects, err = objectDirs(filepath.Join(common, "objects")); err != nil {
+		return nil, err
+	}
+	if tip, err := repo.Resolve(ctx, "refs/heads/"+branch); err == nil {
+		sb.published = tip
+	}
+	if sb.name, sb.email, err = repo.Identity(ctx); err != nil {
+		return nil, err
+	}
+	return sb, nil
+}
+
+// Remove deletes the worktree, its store and the run's branch, whatever
+// they hold: it undoes Create when the set-up of a run fails. What does
+// not exist is skipped. A link where the worktree was is removed, never
+// followed.
 func (s *Sandbox) Remove(ctx context.Context) error {
 	var errs []error
-	if _, err := os.Stat(s.Path); err == nil {
-		errs = append(errs, s.Repo.RemoveWorktree(ctx, s.Path))
+	if _, err := os.Lstat(s.Path); err == nil {
+		errs = append(errs, os.RemoveAll(s.Path))
 	}
-	if _, err := s.Repo.Run(ctx, "worktree", "prune"); err != nil {
-		errs = append(errs, fmt.Errorf("prune worktrees: %w", err))
+	if s.Legacy {
+		if _, err := s.Repo.Run(ctx, "worktree", "prune"); err != nil {
+			errs = append(errs, fmt.Errorf("prune worktrees: %w", err))
+		}
 	}
 	if s.Repo.BranchExists(ctx, s.Branch) {
 		errs = append(errs, s.Repo.DeleteBranch(ctx, s.Branch))
@@ -219,99 +404,131 @@ func (s *Sandbox) Remove(ctx context.Context) error {
 // gone returns ErrGone, wrapped with where the branch is, when the
 // worktree's directory no longer exists.
 func (s *Sandbox) gone() error {
-	if _, err := os.Stat(s.Path); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(s.Path); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: %s was deleted; the branch %s keeps the commits made before", ErrGone, s.Path, s.Branch)
 	}
 	return nil
 }
 
-// Commit stages everything in the worktree and commits it with msg. It
-// returns the new commit's sha, or "" when there was nothing to commit.
-// See Save.
-func (s *Sandbox) Commit(ctx context.Context, msg string) (string, error) {
-	_, sha, err := s.Save(ctx, msg)
-	return sha, err
+// Saved is what Save found and did.
+type Saved struct {
+	// Own lists the store's commits since the base, oldest first, when its
+	// tip moved since Save last published it (the coder's own commits and
+	// spawn's); nil when it did not. The list comes from the coder's side:
+	// the subjects are the coder's words.
+	Own []git.Commit
+	// Committed is the commit Save made of what the worktree held, "" when
+	// it held nothing to commit.
+	Committed string
+	// HeadRef is what the coder's store's HEAD names ("" detached): not
+	// the run's branch means the coder pointed it elsewhere.
+	HeadRef string
+	// Leftovers are sentences about work in submodules that the branch
+	// cannot hold.
+	Leftovers []string
+	// Published is the run's branch's tip in the user's repository after
+	// Save.
+	Published string
+	// Removed are pointers the coder planted in its store (a commondir, a
+	// gitdir) that would have led git elsewhere: Save removed them.
+	Removed []string
 }
 
-// Save is what spawn does after an agent's turn: it lists the commits the
-// agent made itself, then stages everything in the worktree and commits it
-// with msg. own is every commit of the branch since the base, oldest first,
-// when the tip moved since Save last saw it (the base at first), and nil
-// when it did not; sha is Save's new commit, "" when there was nothing to
-// commit. When git knows no identity, the commit is authored as spawn.
-//
-// One status of the worktree decides everything: a turn that changed
-// nothing costs that one git process; one that changed files adds exactly
-// those paths and commits them (two more: add, commit); the branch's log is
-// read only when the agent committed.
-func (s *Sandbox) Save(ctx context.Context, msg string) (own []git.Commit, sha string, err error) {
+// Save is what spawn does after an agent's turn: through jail, its git
+// helper commits whatever the worktree holds uncommitted with msg (as the
+// user's git identity, else as spawn), and packs the objects of the
+// store's tip that the user's repository lacks; Save imports them,
+// verified, into the user's repository and moves the run's branch to that
+// tip by compare-and-swap. A tip that cannot be verified, or a branch that
+// moved behind spawn's back, is an error, and the branch stays where it
+// was; the work stays in the worktree and its store.
+func (s *Sandbox) Save(ctx context.Context, jail Jail, msg string) (_ Saved, err error) {
 	if err := s.gone(); err != nil {
-		return nil, "", err
+		return Saved{}, err
 	}
-	st, err := s.Tree.Changes(ctx)
+	if s.Legacy {
+		return Saved{}, ErrLegacy
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	pack, err := os.CreateTemp("", "spawn-pack-")
 	if err != nil {
-		return nil, "", err
+		return Saved{}, fmt.Errorf("save the coder's work: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.head == "" {
-		s.head = s.Base
+	defer func() { err = errors.Join(err, pack.Close(), os.Remove(pack.Name())) }()
+	ans, err := runHelper(ctx, jail, s.Exe, s.Path, helperRequest{Mode: modeSave, Message: msg, Name: s.name, Email: s.email, Base: s.Base, Known: s.published}, pack)
+	saved := Saved{Committed: ans.Committed, HeadRef: ans.HeadRef, Leftovers: ans.Leftovers, Published: s.published, Removed: ans.Removed}
+	if err != nil {
+		return saved, err
 	}
-	if st.Head != s.head {
-		if own, err = s.Tree.Log(ctx, s.Base, st.Head); err != nil {
-			return nil, "", fmt.Errorf("list the branch's commits: %w", err)
+	if ans.Tip == "" || ans.Tip == s.published {
+		return saved, nil
+	}
+	if ans.Pack {
+		if _, err := pack.Seek(0, io.SeekStart); err != nil {
+			return saved, err
 		}
-		s.head = st.Head
+		if err := s.Repo.ImportPack(ctx, pack); err != nil {
+			return saved, fmt.Errorf("the coder's commits could not be verified, so the branch %s stays at %s: %w", s.Branch, s.published, err)
+		}
 	}
-	if len(st.Paths) == 0 {
-		s.known = true
-		return own, "", nil
+	if err := s.Repo.UpdateRef(ctx, "refs/heads/"+s.Branch, ans.Tip, s.published, "spawn: publish the coder's work"); err != nil {
+		return saved, fmt.Errorf("the branch %s cannot be moved to the coder's work: %w", s.Branch, err)
 	}
-	sha, err = s.Tree.CommitPaths(ctx, msg, st.Paths)
-	if sha != "" {
-		s.head = sha
-	}
-	s.known = err == nil
-	return own, sha, err
+	s.published = ans.Tip
+	saved.Own, saved.Published = ans.Commits, ans.Tip
+	return saved, nil
 }
 
-// Touch says that something other than Save may change the worktree from
-// now on (an agent's turn starts): Head asks git again until the next Save.
-func (s *Sandbox) Touch() {
+// Status is what the worktree holds that the branch does not.
+type Status struct {
+	// Uncommitted counts the paths that differ from the store's HEAD.
+	Uncommitted int
+	// Unpublished says the store's HEAD is not the branch's tip.
+	Unpublished bool
+	// Leftovers are sentences about work in submodules.
+	Leftovers []string
+}
+
+// Inspect reads, through jail, what the worktree holds that the run's
+// branch does not, and changes nothing.
+func (s *Sandbox) Inspect(ctx context.Context, jail Jail) (Status, error) {
+	if err := s.gone(); err != nil {
+		return Status{}, err
+	}
+	if s.Legacy {
+		return Status{}, ErrLegacy
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.known = false
-}
-
-// Commits lists the branch's commits since the base, oldest first.
-func (s *Sandbox) Commits(ctx context.Context) ([]git.Commit, error) {
-	if err := s.gone(); err != nil {
-		return nil, err
+	ans, err := runHelper(ctx, jail, s.Exe, s.Path, helperRequest{Mode: modeStatus, Base: s.Base, Known: s.published}, nil)
+	if err != nil {
+		return Status{}, err
 	}
-	return s.Tree.Log(ctx, s.Base, "HEAD")
+	return Status{Uncommitted: ans.Changed, Unpublished: ans.Tip != "" && ans.Tip != s.published, Leftovers: ans.Leftovers}, nil
 }
 
-// Head is the sha of the branch's tip: the one Save saw or made when
-// nothing touched the worktree since, else git's answer.
+// Commits lists the branch's commits since the base, oldest first, from
+// the user's repository.
+func (s *Sandbox) Commits(ctx context.Context) ([]git.Commit, error) {
+	return s.Repo.Log(ctx, s.Base, "refs/heads/"+s.Branch)
+}
+
+// Head is the sha of the run's branch's tip: what spawn last published.
 func (s *Sandbox) Head(ctx context.Context) (string, error) {
 	if err := s.gone(); err != nil {
 		return "", err
 	}
 	s.mu.Lock()
-	head, known := s.head, s.known
-	s.mu.Unlock()
-	if known {
-		return head, nil
-	}
-	return s.Tree.Resolve(ctx, "HEAD")
+	defer s.mu.Unlock()
+	return s.published, nil
 }
 
-// Diff is the change from..to in the worktree, as `git diff` prints it.
+// Diff is the change from..to, as `git diff` prints it, read from the
+// user's repository (the objects Save verified), with no external diff
+// and no textconv.
 func (s *Sandbox) Diff(ctx context.Context, from, to string) (string, error) {
-	if err := s.gone(); err != nil {
-		return "", err
-	}
-	return s.Tree.Run(ctx, "diff", "--no-color", "--no-ext-diff", from, to)
+	return s.Repo.Run(ctx, "diff", "--no-color", "--no-ext-diff", "--no-textconv", from, to, "--")
 }
 
 // excludeSpawnDir adds /.spawn/ to .git/info/exclude, once.

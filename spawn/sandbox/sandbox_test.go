@@ -3,54 +3,194 @@ package sandbox
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 )
 
-// Head answers from what Save saw or made while nothing touched the
-// worktree, and asks git again once an agent may have: after Touch, a
-// commit made in the worktree behind spawn's back is the tip Head names.
-func TestHeadFollowsSaveAndWhatAgentsCommit(t *testing.T) {
-	ctx := context.Background()
-	repo := testenv.Repo(t)
-	plan, err := Prepare(ctx, Request{RepoDir: repo, ID: "20261123-000000-abcd", Task: "the task", Env: testenv.Env(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := plan.Create(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(sb.Path, "a.txt"), []byte("a\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, sha, err := sb.Save(ctx, "spawn: a")
-	if err != nil || sha == "" {
-		t.Fatalf("Save: sha %q, err %v", sha, err)
-	}
-	if head, err := sb.Head(ctx); err != nil || head != sha {
-		t.Fatalf("Head after Save: %q, %v; want %s", head, err, sha)
-	}
+// openJail runs the git helper unconfined, with env: what spawn does
+// without bubblewrap (its confined form is tested in package spawn).
+type openJail struct{ env []string }
 
-	sb.Touch() // an agent's turn: it commits by itself
-	if err := os.WriteFile(filepath.Join(sb.Path, "b.txt"), []byte("b\n"), 0o644); err != nil {
-		t.Fatal(err)
+func (j openJail) Confine(c proc.Cmd) proc.Cmd {
+	c.Env = j.env
+	return c
+}
+
+// testExe is this test binary, which answers as spawn's git helper.
+func testExe(tb testing.TB) string {
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	testenv.Git(t, sb.Path, "add", "b.txt")
-	testenv.Git(t, sb.Path, "commit", "-q", "-m", "the agent's own")
-	want := testenv.Git(t, sb.Path, "rev-parse", "HEAD")
-	if head, err := sb.Head(ctx); err != nil || head != want {
-		t.Fatalf("Head after an agent committed: %q, %v; want %s", head, err, want)
+	return exe
+}
+
+// newSandbox makes a sandbox of a fresh repository.
+func newSandbox(t *testing.T) (*Sandbox, openJail) {
+	t.Helper()
+	repo := testenv.Repo(t)
+	env := testenv.Env(t)
+	plan, err := Prepare(t.Context(), Request{RepoDir: repo, ID: "20261123-000000-abcd", Task: "the task", Env: env})
+	require.NoError(t, err)
+	sb, err := plan.Create(t.Context(), testExe(t))
+	require.NoError(t, err)
+	return sb, openJail{env}
+}
+
+// The sandbox is not a linked worktree of the user's repository: the
+// coder's store is a directory of its own that borrows the user's objects
+// through alternates, and the user's repository holds only the run's
+// branch, at the base, which only Save moves.
+func TestTheCoderHasAGitStoreOfItsOwn(t *testing.T) {
+	sb, _ := newSandbox(t)
+	fi, err := os.Lstat(filepath.Join(sb.Path, ".git"))
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir(), "the store is a directory, not a pointer into the user's .git")
+	alt, err := os.ReadFile(filepath.Join(sb.Path, ".git", "objects", "info", "alternates"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(sb.Repo.Dir, ".git", "objects")+"\n", string(alt))
+	assert.NotContains(t, testenv.Git(t, sb.Repo.Dir, "worktree", "list"), sb.Path, "no worktree of the user's repository")
+	assert.Equal(t, sb.Base, testenv.Git(t, sb.Repo.Dir, "rev-parse", sb.Branch))
+	assert.Equal(t, "refs/heads/"+sb.Branch, testenv.Git(t, sb.Path, "symbolic-ref", "HEAD"))
+	assert.FileExists(t, filepath.Join(sb.Path, "README.md"))
+	assert.Equal(t, "Test User", testenv.Git(t, sb.Path, "config", "user.name"), "the coder commits as the user would")
+}
+
+// Save commits what the coder left, publishes the coder's own commits and
+// spawn's into the user's repository (the objects verified) and moves the
+// run's branch there; Head is the published tip. A save with nothing new
+// costs no publish and changes nothing.
+func TestSavePublishesTheCodersWorkOnTheRunsBranch(t *testing.T) {
+	ctx := t.Context()
+	sb, jail := newSandbox(t)
+	require.NoError(t, os.WriteFile(filepath.Join(sb.Path, "a.txt"), []byte("a\n"), 0o644))
+	testenv.Git(t, sb.Path, "add", "a.txt")
+	testenv.Git(t, sb.Path, "commit", "-q", "-m", "the coder's own")
+	require.NoError(t, os.WriteFile(filepath.Join(sb.Path, "b.txt"), []byte("b\n"), 0o644))
+
+	saved, err := sb.Save(ctx, jail, "spawn: b")
+	require.NoError(t, err)
+	require.NotEmpty(t, saved.Committed)
+	assert.Equal(t, saved.Committed, saved.Published)
+	require.Len(t, saved.Own, 2)
+	assert.Equal(t, "the coder's own", saved.Own[0].Subject)
+	assert.Equal(t, saved.Committed, testenv.Git(t, sb.Repo.Dir, "rev-parse", sb.Branch), "the run's branch is the coder's tip")
+	assert.Equal(t, "b", testenv.Git(t, sb.Repo.Dir, "show", sb.Branch+":b.txt"), "its objects are in the user's repository")
+	assert.Equal(t, "Test User", testenv.Git(t, sb.Repo.Dir, "log", "-1", "--format=%an", sb.Branch), "spawn commits as the user")
+	head, err := sb.Head(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, saved.Committed, head)
+	testenv.Git(t, sb.Repo.Dir, "fsck", "--strict", "--no-dangling")
+
+	again, err := sb.Save(ctx, jail, "spawn: nothing")
+	require.NoError(t, err)
+	assert.Empty(t, again.Committed)
+	assert.Nil(t, again.Own)
+	assert.Equal(t, saved.Committed, again.Published)
+}
+
+// A coder that points its store's HEAD at refs/heads/main (in its own
+// store) and leaves work behind moves nothing of the user's: spawn's
+// commit lands in the coder's store, and what the user's repository gets
+// is the run's branch, moved by compare-and-swap; Save says where HEAD
+// pointed.
+func TestARedirectedHeadMovesOnlyTheRunsBranch(t *testing.T) {
+	sb, jail := newSandbox(t)
+	main := testenv.Git(t, sb.Repo.Dir, "rev-parse", "main")
+	require.NoError(t, os.WriteFile(filepath.Join(sb.Path, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sb.Path, "w.txt"), []byte("w\n"), 0o644))
+	saved, err := sb.Save(t.Context(), jail, "spawn: w")
+	require.NoError(t, err)
+	assert.Equal(t, "refs/heads/main", saved.HeadRef)
+	assert.Equal(t, main, testenv.Git(t, sb.Repo.Dir, "rev-parse", "main"), "the user's main")
+	assert.Equal(t, saved.Committed, testenv.Git(t, sb.Repo.Dir, "rev-parse", sb.Branch))
+}
+
+// The store is found at the path spawn made, never through a pointer: a
+// .git the coder replaced with a file or a link is refused, and nothing
+// moves.
+func TestAReplacedStoreIsRefused(t *testing.T) {
+	for _, replace := range []func(t *testing.T, git string){
+		func(t *testing.T, git string) {
+			require.NoError(t, os.Rename(git, git+".moved"))
+			require.NoError(t, os.WriteFile(git, []byte("gitdir: "+git+".moved\n"), 0o644))
+		},
+		func(t *testing.T, git string) {
+			require.NoError(t, os.Rename(git, git+".moved"))
+			require.NoError(t, os.Symlink(git+".moved", git))
+		},
+	} {
+		sb, jail := newSandbox(t)
+		replace(t, filepath.Join(sb.Path, ".git"))
+		require.NoError(t, os.WriteFile(filepath.Join(sb.Path, "w.txt"), []byte("w\n"), 0o644))
+		_, err := sb.Save(t.Context(), jail, "spawn: w")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "not the directory spawn made")
+		assert.Equal(t, sb.Base, testenv.Git(t, sb.Repo.Dir, "rev-parse", sb.Branch))
 	}
-	own, _, err := sb.Save(ctx, "spawn: nothing left")
-	if err != nil || len(own) != 2 {
-		t.Fatalf("Save after the agent's commit: own %v, err %v; want spawn's and the agent's commits", own, err)
+}
+
+// Repository-configured programs in the coder's store (an fsmonitor and
+// hooks) do not run when spawn saves: spawn's git is hardened against
+// them even where nothing else confines it.
+func TestSaveRunsNoProgramTheStoreConfigures(t *testing.T) {
+	sb, jail := newSandbox(t)
+	mark := filepath.Join(t.TempDir(), "ran")
+	payload := filepath.Join(t.TempDir(), "payload.sh")
+	require.NoError(t, os.WriteFile(payload, []byte("#!/bin/sh\necho $0 >> "+mark+"\n"), 0o755))
+	hooks := filepath.Join(sb.Path, "hooks")
+	require.NoError(t, os.MkdirAll(hooks, 0o755))
+	for _, h := range []string{"pre-commit", "post-commit", "reference-transaction"} {
+		require.NoError(t, os.WriteFile(filepath.Join(hooks, h), []byte("#!/bin/sh\n"+payload+"\n"), 0o755))
 	}
-	if head, err := sb.Head(ctx); err != nil || head != want {
-		t.Fatalf("Head after a Save with nothing to commit: %q, %v; want %s", head, err, want)
-	}
+	testenv.Git(t, sb.Path, "config", "core.fsmonitor", payload)
+	testenv.Git(t, sb.Path, "config", "core.hooksPath", hooks)
+	require.NoError(t, os.WriteFile(filepath.Join(sb.Path, "w.txt"), []byte("w\n"), 0o644))
+	saved, err := sb.Save(t.Context(), jail, "spawn: w")
+	require.NoError(t, err)
+	assert.NotEmpty(t, saved.Committed)
+	assert.NoFileExists(t, mark)
+}
+
+// The helper's answer is data from the coder's side: a pack that does not
+// verify (here: a commit whose tree is missing) is refused, and the run's
+// branch stays where it was.
+func TestAnUnverifiablePackMovesNothing(t *testing.T) {
+	sb, _ := newSandbox(t)
+	other := testenv.Repo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(other, "x.txt"), []byte("x\n"), 0o644))
+	testenv.Git(t, other, "add", "x.txt")
+	testenv.Git(t, other, "commit", "-q", "-m", "x")
+	tip := testenv.Git(t, other, "rev-parse", "HEAD")
+	// Only the commit object, without its tree.
+	pack := filepath.Join(t.TempDir(), "pack")
+	cmd := exec.Command("sh", "-c", "echo "+tip+" | git pack-objects --stdout > "+pack)
+	cmd.Dir = other
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	answer := `{"tip":"` + tip + `","pack":true}`
+	forged := fakeHelper{script: "printf '%s\\n' '" + answer + "'; cat " + pack}
+	_, err = sb.Save(t.Context(), forged, "spawn: nothing")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "could not be verified")
+	assert.Equal(t, sb.Base, testenv.Git(t, sb.Repo.Dir, "rev-parse", sb.Branch))
+	_, err = exec.Command("git", "-C", sb.Repo.Dir, "cat-file", "-e", tip).CombinedOutput()
+	assert.Error(t, err, "the commit did not enter the user's repository")
+}
+
+// fakeHelper answers in the helper's place with a shell script.
+type fakeHelper struct{ script string }
+
+func (f fakeHelper) Confine(c proc.Cmd) proc.Cmd {
+	c.Path, c.Args, c.Env = "sh", []string{"-c", f.script}, []string{"PATH=/usr/bin:/bin"}
+	return c
 }
 
 // The note about uncommitted changes is about the user's: spawn's own

@@ -49,8 +49,9 @@ func coderTurn(b *testing.B, tree string, i int) {
 }
 
 // BenchmarkTurnCommit measures the git work spawn does after each coder
-// turn (the submodule check and Save: one status of the worktree, staging
-// what it reports, commit) against the unavoidable git
+// turn (Save: spawn's git helper's status of the worktree, staging what it
+// reports, commit, pack; the import into the user's repository and the
+// branch's move; here without bubblewrap) against the unavoidable git
 // work for the same change, run by hand in a worktree of the same
 // repository: `git status --porcelain -z --untracked-files=all`, `git add
 // -A` of what it reports, `git commit`. On a small repository and on one of
@@ -75,7 +76,8 @@ func BenchmarkTurnCommit(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			sb, err := plan.Create(ctx)
+			sb, err := plan.Create(ctx, testExe(b))
+			jail := openJail{env}
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -110,12 +112,9 @@ func BenchmarkTurnCommit(b *testing.B) {
 				b.StartTimer()
 
 				start := time.Now()
-				if _, err := sb.SubmoduleLeftovers(ctx); err != nil {
-					b.Fatal(err)
-				}
-				_, sha, err := sb.Save(ctx, fmt.Sprintf("turn %d", i))
-				if err != nil || sha == "" {
-					b.Fatalf("commit: %q, %v", sha, err)
+				saved, err := sb.Save(ctx, jail, fmt.Sprintf("turn %d", i))
+				if err != nil || saved.Committed == "" {
+					b.Fatalf("commit: %q, %v", saved.Committed, err)
 				}
 				spawnTime += time.Since(start)
 
@@ -133,8 +132,8 @@ func BenchmarkTurnCommit(b *testing.B) {
 
 				// The finish of the run: nothing changed since.
 				start = time.Now()
-				if sha, err := sb.Commit(ctx, "finish"); err != nil || sha != "" {
-					b.Fatalf("idle commit: %q, %v", sha, err)
+				if saved, err := sb.Save(ctx, jail, "finish"); err != nil || saved.Committed != "" {
+					b.Fatalf("idle commit: %q, %v", saved.Committed, err)
 				}
 				idleTime += time.Since(start)
 

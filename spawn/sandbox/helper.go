@@ -1,0 +1,370 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/infinite-improbability-drive/spawn/internal/git"
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+)
+
+// The git helper is spawn's own binary run where the coder's processes
+// run (in the coder's sandbox, or, without one, with the coder's
+// environment): it is the only process that runs git on the coder's store
+// and worktree. It reads a request (JSON) on stdin and writes its answer
+// as one JSON line on stdout, followed, when the answer says so, by a
+// pack of the coder's new objects (git's pack format), which spawn imports
+// into the user's repository with every object verified.
+const helperArg = "__spawn-git-helper"
+
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == helperArg {
+		// Not os.Exit: nothing to flush, and os.Exit in a -race binary
+		// sleeps first.
+		syscall.Exit(helperMain(os.Stdin, os.Stdout, os.Stderr))
+	}
+}
+
+// helperMode is what the helper is asked to do.
+type helperMode string
+
+const (
+	// modeSave commits what the worktree holds and packs the objects of
+	// the store's HEAD that the user's repository lacks.
+	modeSave helperMode = "save"
+	// modeStatus only reports: the paths that differ from HEAD and the
+	// submodule leftovers.
+	modeStatus helperMode = "status"
+)
+
+// helperRequest is what spawn asks of the helper.
+type helperRequest struct {
+	Mode    helperMode `json:"mode"`
+	Message string     `json:"message,omitempty"` // the commit message, for modeSave
+	Name    string     `json:"name,omitempty"`    // the committer, "" for spawn's own
+	Email   string     `json:"email,omitempty"`
+	Base    string     `json:"base"`      // the run's base commit
+	Known   string     `json:"published"` // the last commit the user's repository holds of the run
+}
+
+// helperAnswer is what the helper says. It comes from the coder's side
+// of the sandbox: spawn treats every field as untrusted (object names are
+// checked, the pack is verified, text is data).
+type helperAnswer struct {
+	HeadRef   string       `json:"head_ref"`  // what the store's HEAD names; "" when detached
+	Tip       string       `json:"tip"`       // the commit HEAD is at after the save; "" when none
+	Committed string       `json:"committed"` // the commit the helper made, "" when none
+	Commits   []git.Commit `json:"commits"`   // the store's commits since the base, oldest first, when Tip moved
+	Changed   int          `json:"changed"`   // paths that differed from HEAD
+	Leftovers []string     `json:"leftovers"` // work in submodules the commit cannot hold
+	Pack      bool         `json:"pack"`      // a pack follows the line
+	Removed   []string     `json:"removed"`   // pointers planted in the store that the helper removed
+	Error     string       `json:"error,omitempty"`
+}
+
+// helperMain runs one request in the current directory (the worktree).
+func helperMain(in io.Reader, out, errw io.Writer) int {
+	var req helperRequest
+	if err := json.NewDecoder(in).Decode(&req); err != nil {
+		fmt.Fprintf(errw, "spawn git helper: read the request: %v\n", err)
+		return 2
+	}
+	ctx := context.Background()
+	ans, pack, err := serve(ctx, req)
+	if err != nil {
+		ans.Error = err.Error()
+	}
+	ans.Pack = pack != nil
+	line, jerr := json.Marshal(ans)
+	if jerr != nil {
+		fmt.Fprintf(errw, "spawn git helper: %v\n", jerr)
+		return 2
+	}
+	if _, err := out.Write(append(line, '\n')); err != nil {
+		return 2
+	}
+	if pack != nil {
+		pack.Stdout, pack.Stderr = out, errw
+		if _, err := proc.Run(ctx, *pack); err != nil {
+			fmt.Fprintf(errw, "spawn git helper: pack the objects: %v\n", err)
+			return 1
+		}
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// store is the coder's git store as the helper runs git on it: named by
+// GIT_DIR and GIT_WORK_TREE (never discovered from a .git the coder may
+// have replaced), hardened, with no configuration but the store's own.
+func store(dir string) (git.Repo, error) {
+	gitDir := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(gitDir)
+	if err != nil {
+		return git.Repo{}, fmt.Errorf("the worktree's git store %s is gone: %w", gitDir, err)
+	}
+	if !fi.IsDir() {
+		return git.Repo{}, fmt.Errorf("the worktree's git store %s is not the directory spawn made (it is now a %s)", gitDir, kind(fi))
+	}
+	env := append(os.Environ(), "GIT_DIR="+gitDir, "GIT_WORK_TREE="+dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+	return git.Repo{Dir: dir, Env: env, Config: git.Hardened}, nil
+}
+
+func kind(fi os.FileInfo) string {
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return "link"
+	case fi.Mode().IsRegular():
+		return "file"
+	}
+	return fi.Mode().Type().String()
+}
+
+// serve answers req; pack is the command that writes the pack, nil when
+// none is needed.
+func serve(ctx context.Context, req helperRequest) (ans helperAnswer, pack *proc.Cmd, err error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ans, nil, err
+	}
+	repo, err := store(dir)
+	if err != nil {
+		return ans, nil, err
+	}
+	// A store spawn made is a repository of its own: these files would make
+	// git take it for another's worktree and follow them elsewhere.
+	for _, name := range []string{"commondir", "gitdir"} {
+		p := filepath.Join(dir, ".git", name)
+		if _, err := os.Lstat(p); err == nil {
+			if err := os.Remove(p); err != nil {
+				return ans, nil, fmt.Errorf("remove %s, which the coder planted in its git store: %w", p, err)
+			}
+			ans.Removed = append(ans.Removed, ".git/"+name)
+		}
+	}
+	st, err := repo.Changes(ctx)
+	if err != nil {
+		return ans, nil, err
+	}
+	ans.Changed, ans.Tip = len(st.Paths), st.Head
+	if ref, err := repo.Run(ctx, "symbolic-ref", "-q", "HEAD"); err == nil {
+		ans.HeadRef = ref
+	}
+	ans.Leftovers = leftovers(ctx, repo)
+	if req.Mode != modeSave {
+		return ans, nil, nil
+	}
+	paths := st.Paths
+	if req.Mode == modeSave {
+		var big []string
+		paths, big = withoutBig(dir, paths)
+		for _, b := range big {
+			ans.Leftovers = append(ans.Leftovers, fmt.Sprintf("%s is larger than %s, which spawn does not commit by itself; it stays in %s", b, sizeText(maxAutoCommit), dir))
+		}
+	}
+	if len(paths) > 0 {
+		committer := repo
+		if req.Name != "" && req.Email != "" {
+			committer.Config = append(append([]string(nil), repo.Config...), "user.name="+req.Name, "user.email="+req.Email)
+		}
+		sha, err := committer.CommitPaths(ctx, req.Message, paths)
+		if err != nil {
+			return ans, nil, err
+		}
+		if sha != "" {
+			ans.Committed, ans.Tip = sha, sha
+		}
+	}
+	if ans.Tip == "" || ans.Tip == req.Known {
+		return ans, nil, nil
+	}
+	if ans.Commits, err = repo.Log(ctx, req.Base, ans.Tip); err != nil {
+		return ans, nil, fmt.Errorf("list the commits: %w", err)
+	}
+	revs := ans.Tip + "\n"
+	for _, have := range []string{req.Known, req.Base} {
+		if git.IsOID(have) {
+			revs += "^" + have + "\n"
+		}
+	}
+	c := proc.Cmd{Path: "git", Args: append(hardenedArgs(repo), "pack-objects", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q"),
+		Dir: dir, Env: repo.Env, Stdin: strings.NewReader(revs)}
+	return ans, &c, nil
+}
+
+// maxAutoCommit is the largest file spawn commits by itself: a bigger one
+// is more likely a runaway output than work, and committing it would copy
+// it twice more (the coder's store, the user's repository).
+const maxAutoCommit = 64 << 20
+
+// withoutBig splits paths into those spawn commits and the files (in dir)
+// larger than maxAutoCommit.
+func withoutBig(dir string, paths []string) (keep, big []string) {
+	for _, p := range paths {
+		if fi, err := os.Lstat(filepath.Join(dir, p)); err == nil && fi.Mode().IsRegular() && fi.Size() > maxAutoCommit {
+			big = append(big, p)
+			continue
+		}
+		keep = append(keep, p)
+	}
+	return keep, big
+}
+
+func sizeText(n int64) string { return fmt.Sprintf("%dMiB", n>>20) }
+
+func hardenedArgs(r git.Repo) []string {
+	var out []string
+	for _, kv := range r.Config {
+		out = append(out, "-c", kv)
+	}
+	return out
+}
+
+// leftovers lists what the branch's commits cannot hold: files written
+// into a submodule folder that is not initialised (git ignores them), and
+// uncommitted changes inside an initialised submodule (spawn commits the
+// superproject only). Each entry is one sentence naming the submodule.
+func leftovers(ctx context.Context, repo git.Repo) []string {
+	if _, err := os.Lstat(filepath.Join(repo.Dir, ".gitmodules")); err != nil {
+		return nil
+	}
+	paths, err := gitlinks(ctx, repo)
+	if err != nil {
+		return []string{fmt.Sprintf("the submodules could not be listed (%v); check them in %s", err, repo.Dir)}
+	}
+	var out []string
+	for _, path := range paths {
+		dir := filepath.Join(repo.Dir, path)
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			sub := git.Repo{Dir: dir, Env: withoutGitDir(repo.Env), Config: repo.Config}
+			status, err := sub.Run(ctx, "status", "--porcelain")
+			if err != nil {
+				out = append(out, fmt.Sprintf("the status of the submodule %s could not be read (%v); its changes, if any, stay in %s", path, err, dir))
+			} else if status != "" {
+				out = append(out, fmt.Sprintf("changes inside the submodule %s are not on the branch (spawn commits the superproject only); they stay in %s", path, dir))
+			}
+			continue
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			out = append(out, fmt.Sprintf("the submodule folder %s could not be read (%v)", path, err))
+			continue
+		}
+		if len(entries) > 0 {
+			var names []string
+			for _, e := range entries {
+				names = append(names, filepath.Join(path, e.Name()))
+			}
+			out = append(out, fmt.Sprintf("files written into the submodule folder %s, which is not initialised in the sandbox, are not on the branch (git ignores them): %s; they stay in %s", path, strings.Join(names, ", "), dir))
+		}
+	}
+	return out
+}
+
+// gitlinks lists the paths of the submodules the index records.
+func gitlinks(ctx context.Context, repo git.Repo) ([]string, error) {
+	out, err := repo.Run(ctx, "ls-files", "--stage", "-z")
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, entry := range strings.Split(out, "\x00") {
+		// "160000 <sha> <stage>\t<path>" is a gitlink.
+		if meta, path, ok := strings.Cut(entry, "\t"); ok && strings.HasPrefix(meta, "160000 ") {
+			paths = append(paths, path)
+		}
+	}
+	return paths, nil
+}
+
+// withoutGitDir is env without GIT_DIR and GIT_WORK_TREE: git in a
+// submodule finds the submodule's own store.
+func withoutGitDir(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "GIT_DIR=") && !strings.HasPrefix(kv, "GIT_WORK_TREE=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// runHelper runs the helper in the worktree through jail and returns its
+// answer; when the answer carries a pack, it is written to packOut.
+func runHelper(ctx context.Context, jail Jail, exe, worktree string, req helperRequest, packOut io.Writer) (helperAnswer, error) {
+	in, err := json.Marshal(req)
+	if err != nil {
+		return helperAnswer{}, err
+	}
+	var stdout headerSplitter
+	stdout.rest = packOut
+	c := jail.Confine(proc.Cmd{Path: exe, Args: []string{helperArg}, Dir: worktree, Stdin: bytes.NewReader(in), Stdout: &stdout})
+	_, runErr := proc.Run(ctx, c)
+	var ans helperAnswer
+	if len(stdout.header) == 0 {
+		if runErr == nil {
+			runErr = errors.New("it gave no answer")
+		}
+		return ans, fmt.Errorf("spawn's git helper in %s failed: %w", worktree, runErr)
+	}
+	if err := json.Unmarshal(stdout.header, &ans); err != nil {
+		return ans, fmt.Errorf("spawn's git helper in %s gave an answer that is not JSON: %w", worktree, err)
+	}
+	if ans.Error != "" {
+		return ans, errors.New(ans.Error)
+	}
+	if runErr != nil {
+		return ans, fmt.Errorf("spawn's git helper in %s failed: %w", worktree, runErr)
+	}
+	if ans.Tip != "" && !git.IsOID(ans.Tip) || ans.Committed != "" && !git.IsOID(ans.Committed) {
+		return ans, fmt.Errorf("spawn's git helper in %s named %q, which is not a commit", worktree, ans.Tip)
+	}
+	return ans, stdout.err
+}
+
+// maxHeader bounds the helper's answer line.
+const maxHeader = 4 << 20
+
+// headerSplitter keeps the first line written to it and passes the rest
+// on to rest.
+type headerSplitter struct {
+	header []byte
+	done   bool
+	rest   io.Writer
+	err    error // the first error writing rest
+}
+
+func (h *headerSplitter) Write(b []byte) (int, error) {
+	n := len(b)
+	if !h.done {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			if len(h.header)+len(b) > maxHeader {
+				return 0, errors.New("the helper's answer is too long")
+			}
+			h.header = append(h.header, b...)
+			return n, nil
+		}
+		h.header = append(h.header, b[:i]...)
+		h.done, b = true, b[i+1:]
+	}
+	if len(b) > 0 && h.err == nil {
+		if h.rest == nil {
+			h.err = errors.New("the helper sent a pack nobody asked for")
+		} else if _, err := h.rest.Write(b); err != nil {
+			h.err = err
+		}
+	}
+	return n, nil
+}
