@@ -35,7 +35,7 @@ func newResumeCmd(d *deps) *cli.Command {
 			"Example:\n   spawn resume last\n   spawn resume 20261123-0931 --more-rounds 2",
 		OnUsageError: onUsageError,
 		Flags: append([]cli.Flag{
-			&cli.IntFlag{Name: "more-rounds", Usage: "review rounds to allow after the last one (default: what max_iterations leaves, at least 1)"},
+			&cli.IntFlag{Name: "more-rounds", Usage: "review rounds to allow after the last one", DefaultText: "what max_iterations leaves, at least 1"},
 			repoFlag(),
 			&cli.StringFlag{Name: "config", Usage: "the configuration file (default: <repo>/spawn-team.toml, then $XDG_CONFIG_HOME/spawn/spawn-team.toml)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the record as the only output, one JSON document on stdout"},
