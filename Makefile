@@ -1,13 +1,25 @@
-# spawn's two commands for a fresh machine: `make demo` and `make test`.
+# spawn's commands for a fresh machine: `make demo`, `make install` and `make test`.
 GO     ?= go
 AGENTS := $(CURDIR)/agents/node_modules/.bin
+# make install puts spawn (and links to the pinned CLIs) in $(PREFIX)/bin.
+PREFIX ?= $(HOME)/.local
 
-.PHONY: all build agents demo test vet cross bench clean
+# The version and commit spawn version prints: the tag (git describe), and
+# the commit with -dirty for a modified tree; "" outside a git checkout.
+VERSION := $(shell git describe --tags --dirty 2>/dev/null)
+COMMIT  := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c-dirty; })
+LDFLAGS := -X github.com/infinite-improbability-drive/spawn/internal/cli.buildVersion=$(VERSION) -X github.com/infinite-improbability-drive/spawn/internal/cli.buildCommit=$(COMMIT)
+
+.PHONY: all build ldflags agents install demo test vet cross bench clean
 
 all: build
 
 build:
-	$(GO) build -o bin/spawn ./cmd/spawn
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/spawn ./cmd/spawn
+
+# The linker flags build uses (a test checks that they stamp spawn version).
+ldflags:
+	@echo '$(LDFLAGS)'
 
 # The pinned agent CLIs (agents/package.json), installed locally, never globally.
 agents: agents/node_modules/.spawn-installed
@@ -15,6 +27,24 @@ agents: agents/node_modules/.spawn-installed
 agents/node_modules/.spawn-installed: agents/package.json agents/package-lock.json
 	cd agents && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
+
+# spawn and the pinned CLIs on PATH: spawn is copied to $(PREFIX)/bin, and
+# claude, gemini and codex there are links to agents/node_modules/.bin (a CLI
+# of your own in $(PREFIX)/bin is kept; spawn doctor says which one spawn
+# finds and whether it is the pinned version).
+install: build agents
+	install -d $(PREFIX)/bin
+	install -m 0755 bin/spawn $(PREFIX)/bin/spawn
+	@for cli in claude gemini codex; do \
+	  [ -e $(AGENTS)/$$cli ] || continue; \
+	  if [ -e $(PREFIX)/bin/$$cli ] && [ ! -L $(PREFIX)/bin/$$cli ]; then \
+	    echo "kept your own $(PREFIX)/bin/$$cli"; \
+	  else \
+	    ln -sfn $(AGENTS)/$$cli $(PREFIX)/bin/$$cli && echo "linked $(PREFIX)/bin/$$cli to $(AGENTS)/$$cli"; \
+	  fi; \
+	done
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "put $(PREFIX)/bin on PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
+	@echo "then, in your repository: spawn doctor"
 
 # Runs spawn's main job offline: the real claude and gemini CLIs, scripted models, no API key.
 demo: build agents

@@ -25,15 +25,22 @@ type Check struct {
 }
 
 // Doctor checks what a run in repoDir would need, without starting one:
-// the configuration (configFile, "" to look for one), git, the CLIs of the
-// coder and the reviewers (found, runnable, their versions against the
-// pinned ones), their credentials (present, never printed), in github mode a GitHub
-// token and its scopes (checkGitHub), and the isolation a run would get.
-// Every check runs, whatever the others found.
+// that repoDir is in a git repository, the configuration (configFile, ""
+// to look for one), git, the CLIs of the coder and the reviewers (found,
+// runnable, their versions against the pinned ones), their credentials
+// (present, never printed), that each model API a run would use answers
+// (checkReach: one request without credentials, which costs nothing), in
+// github mode a GitHub token and its scopes (checkGitHub), and the
+// isolation a run would get. Every check runs, whatever the others found.
 func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Check {
 	var checks []Check
 	add := func(name string, ok bool, format string, args ...any) {
 		checks = append(checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	}
+	if repo, err := OpenRepo(ctx, repoDir, env); err != nil {
+		add("repository", false, "%v", err)
+	} else {
+		add("repository", true, "%s", repo.Dir)
 	}
 	loaded, err := config.Load(ctx, config.Source{File: configFile, RepoDir: repoDir, Env: env})
 	cfg := loaded.Config
@@ -67,9 +74,8 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 		}
 		checked[a.Name()] = true
 		in, command := a.Install(), cfg.Runners.Get(a.Name()).Command
-		bin, err := proc.LookPath(command, env)
-		if err != nil {
-			add(a.Name(), false, "%s was not found; install it with `npm install -g %s@%s` or set runners.%s.command", command, in.Package, in.Pinned, a.Name())
+		if bin, err := proc.LookPath(command, env); err != nil {
+			add(a.Name(), false, "%s", missingCLI(a, command))
 		} else {
 			v, err := toolVersion(ctx, bin, env)
 			switch {
@@ -81,11 +87,13 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 				add(a.Name(), true, "%s %s", bin, in.Pinned)
 			}
 		}
-		if p := a.Provider(); p.Credential(env) != nil {
+		p := a.Provider()
+		if p.Credential(env) != nil {
 			add(a.Name()+" login", true, "a credential is set (not shown)")
 		} else {
 			add(a.Name()+" login", false, "no credential: %s", p.Missing)
 		}
+		checks = append(checks, checkReach(ctx, a.Name()+" api", p.BaseVar, p.Default, env))
 	}
 	agentCheck("coder", cfg.Team.Coder)
 	if cfg.Team.Mode.Reviewed() {
@@ -228,9 +236,9 @@ func checkGitHub(ctx context.Context, env []string) Check {
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return Check{Name: name, Detail: fmt.Sprintf("GitHub refused the token from %s (401 Bad credentials): it is expired, revoked or mistyped; make a new one, or run `gh auth login`", source)}
+		return Check{Name: name, Detail: fmt.Sprintf("the token from %s was refused by GitHub (401 Bad credentials): it is expired, revoked or mistyped; make a new one, or run `gh auth login`", source)}
 	case resp.StatusCode != http.StatusOK:
-		return Check{Name: name, Detail: fmt.Sprintf("GitHub answered %s for the token from %s; try again, or check GITHUB_API_URL", resp.Status, source)}
+		return Check{Name: name, Detail: fmt.Sprintf("the GitHub API answered %s for the token from %s; try again, or check GITHUB_API_URL", resp.Status, source)}
 	}
 	scopes, classic := resp.Header[http.CanonicalHeaderKey("X-OAuth-Scopes")]
 	if !classic {

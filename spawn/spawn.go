@@ -242,6 +242,8 @@ type run struct {
 
 	spend spend // the run's cost so far, coder and reviewers
 
+	msgs sync.Mutex // serialises recordMessages
+
 	mu       sync.Mutex
 	procs    int             // agent processes started so far, numbering the transcripts
 	tamperN  int             // security findings spawn made so far, numbering them
@@ -313,7 +315,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	if dirty, err := pre.plan.Dirty(); err != nil {
 		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot tell whether %s has uncommitted changes: %v", pre.plan.Repo.Dir, err)})
 	} else if dirty {
-		r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("%s has uncommitted changes; the sandbox starts from %s without them", pre.plan.Repo.Dir, shortSHA(sb.Base))})
+		r.emit(Event{Kind: EventNote, Text: dirtyNote(ctx, pre.plan.Repo, shortSHA(sb.Base))})
 	}
 	r.initSubmodules(ctx)
 	if !conf.report.Mode.Confines() {
