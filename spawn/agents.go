@@ -301,7 +301,7 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 				Tools:      who.tools,
 			}}
 			if out.Init != nil {
-				e.Process.Session = out.Init.SessionID
+				e.Process.Session, e.Process.Model = out.Init.SessionID, out.Init.Model
 				if len(out.Init.Tools) > 0 {
 					e.Process.Tools = out.Init.Tools
 				}
