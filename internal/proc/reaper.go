@@ -38,27 +38,38 @@ var hooked atomic.Bool
 var errNoHook = errors.New("proc: Start re-executes this binary as the agent's reaper, and " +
 	"this binary did not declare that it may: call proc.Main() at the top of main (or TestMain)")
 
-// Main declares that this binary starts agents: call it at the top of
-// main(), and of TestMain in every test binary whose tests start agents
+// Main declares that this binary starts agents: call it in main(), and at
+// the top of TestMain in every test binary whose tests start agents
 // (directly or through watcher, team, spawn or the CLI). Start refuses to
 // run in a process that did not call it, with an error that says so.
 //
-// Start re-executes this binary as the agent's reaper. The reaper runs from
-// this package's initialisation, before any main or TestMain code: a binary
-// that calls Main late, or whose TestMain dispatches elsewhere first (as
-// testscript.Main does), still never runs as a normal program, or as a test
-// suite, in a reaper's place.
+// Start re-executes this binary as the agent's reaper: Main runs the
+// reaper (Reaper) when this process is one, and exits; a binary that
+// dispatches its own entry points first (cmd/spawn, through
+// internal/entry) finds the reaper there.
 func Main() {
+	if code, ok := Reaper(os.Args); ok {
+		Exit(code)
+	}
 	hooked.Store(true)
 }
 
-func init() {
-	if len(os.Args) > 0 && os.Args[0] == reaperArg0 && os.Getenv(reaperEnv) != "" {
-		// Not os.Exit: the reaper has nothing to flush, and os.Exit in a
-		// binary built with -race sleeps a second first (GORACE
-		// atexit_sleep_ms), once per agent.
-		syscall.Exit(reap())
+// Reaper runs the reaper when args (the process's arguments, argv[0]
+// first) and the environment say that Start re-executed this binary as an
+// agent's reaper, and returns its exit code; ok is false otherwise, and
+// nothing ran.
+func Reaper(args []string) (code int, ok bool) {
+	if len(args) == 0 || args[0] != reaperArg0 || os.Getenv(reaperEnv) == "" {
+		return 0, false
 	}
+	return reap(), true
+}
+
+// Exit ends the process with code at once. Not os.Exit: an entry point
+// has nothing to flush, and os.Exit in a binary built with -race sleeps
+// first (GORACE atexit_sleep_ms), once per agent and per hook call.
+func Exit(code int) {
+	syscall.Exit(code)
 }
 
 // startReaper starts c's agent under a reaper, in a new process group led

@@ -18,6 +18,16 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The test binary stands in for spawn's: it answers as the model
+	// bridge and the Seatbelt probe's subject, as internal/entry does.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case BridgeArg:
+			proc.Exit(Bridge(os.Args[2:]))
+		case ProbeArg:
+			proc.Exit(ProbeSubject(os.Args[2:], os.Stdout))
+		}
+	}
 	proc.Main()
 	if kind := os.Getenv(standInEnv); kind != "" {
 		os.Exit(sandboxExecStandIn(kind, os.Args[1:]))

@@ -15,25 +15,27 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 )
 
-// probeFlag, as the first argument, makes any binary that links this
-// package (spawn, and the test binaries that run it) the subject of the
-// Seatbelt probe instead of itself: it tries the operations its second
+// ProbeArg, as the first argument, makes spawn's binary (and the test
+// binaries that stand in for it) the subject of the Seatbelt probe
+// instead of itself (internal/entry dispatches it): it tries the operations its second
 // argument lists (JSON) and prints what each did (JSON). See
 // ProbeSeatbelt.
-const probeFlag = "__spawn-seatbelt-probe__"
+const ProbeArg = "__spawn-seatbelt-probe__"
 
-func init() {
-	if len(os.Args) > 2 && os.Args[1] == probeFlag {
-		// Not os.Exit: nothing to flush, and os.Exit in a -race binary
-		// sleeps first.
-		syscall.Exit(probeSubject(os.Args[2], os.Stdout))
+// ProbeSubject is the probe subject's main: args are the arguments after
+// ProbeArg (the operations to try, as JSON). It prints what each did and
+// returns the exit code.
+func ProbeSubject(args []string, out io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "spawn: the Seatbelt probe takes one argument")
+		return 2
 	}
+	return probeSubject(args[0], out)
 }
 
 // ProbeCheck is one thing the Seatbelt probe tried under the profile: what
@@ -255,7 +257,7 @@ func (l *probeLayout) run(ctx context.Context, env []string, bin string) (checks
 	}
 	spec := Spec{SandboxExec: bin, ReadOnly: append([]string{exe, l.tools, l.objects}, Toolchains(env)...), Writable: []string{l.worktree},
 		Files: []Bind{{Src: "/dev/null", Dst: filepath.Join(l.tools, "credentials.toml")}}, NoNetwork: true, RelayPort: relay.port()}
-	cmd := spec.Confine(proc.Cmd{Path: exe, Args: []string{probeFlag, string(arg)}, Dir: l.worktree,
+	cmd := spec.Confine(proc.Cmd{Path: exe, Args: []string{ProbeArg, string(arg)}, Dir: l.worktree,
 		Env: []string{"HOME=" + l.home, "TMPDIR=" + l.worktree, "PATH=/usr/bin:/bin"}})
 	out, err := proc.Run(ctx, cmd)
 	if err != nil {
