@@ -10,7 +10,7 @@ VERSION := $(shell git describe --tags --dirty 2>/dev/null)
 COMMIT  := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c-dirty; })
 LDFLAGS := -X github.com/infinite-improbability-drive/spawn/internal/cli.buildVersion=$(VERSION) -X github.com/infinite-improbability-drive/spawn/internal/cli.buildCommit=$(COMMIT)
 
-.PHONY: all build ldflags agents install demo test vet cross bench clean
+.PHONY: all build ldflags agents install demo demo-github test vet cross bench clean
 
 all: build
 
@@ -49,6 +49,11 @@ install: build agents
 # Runs spawn's main job offline: the real claude and gemini CLIs, scripted models, no API key.
 demo: build agents
 	./bin/spawn demo --claude $(AGENTS)/claude --gemini $(AGENTS)/gemini
+
+# The same loop as a pull request on a fake GitHub. The fake is test code,
+# which the spawn binary does not carry: the GitHub demo is a test, shown.
+demo-github: agents
+	cd internal/cli && $(GO) test -count=1 -run '^TestDemoInGitHubModeShowsThePullRequestsLife$$' -args -show-demo
 
 vet:
 	$(GO) vet ./...

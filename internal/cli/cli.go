@@ -40,6 +40,12 @@ type deps struct {
 // Main runs spawn with args and returns its exit code. It is the one place
 // where errors become exit codes (through spawn.ExitCode).
 func Main(args, env []string, in io.Reader, out, errw io.Writer) int {
+	return mainWith(args, env, in, out, errw, runDemo)
+}
+
+// mainWith is Main with demoF as spawn demo's run function (a test gives
+// the demo a fake GitHub, which the spawn binary does not carry).
+func mainWith(args, env []string, in io.Reader, out, errw io.Writer, demoF func(context.Context, *deps, *demoOptions) error) int {
 	// Everything spawn prints goes through the redactor: no secret value
 	// from the environment reaches stdout or stderr.
 	red := observability.NewRedactor(env)
@@ -49,7 +55,7 @@ func Main(args, env []string, in io.Reader, out, errw io.Writer) int {
 	ctx, hurry, stop := interrupts(errw, &d.agents)
 	defer stop()
 	d.hurry = hurry
-	app := newApp(d, runRun, runDemo)
+	app := newApp(d, runRun, demoF)
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil {
 		return 0
