@@ -10,7 +10,7 @@ VERSION := $(shell git describe --tags --dirty 2>/dev/null)
 COMMIT  := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c-dirty; })
 LDFLAGS := -X github.com/infinite-improbability-drive/spawn/internal/cli.buildVersion=$(VERSION) -X github.com/infinite-improbability-drive/spawn/internal/cli.buildCommit=$(COMMIT)
 
-.PHONY: all build ldflags agents install demo demo-github test vet cross bench clean
+.PHONY: all build ldflags agents install demo demo-github test test-fast vet cross bench clean
 
 all: build
 
@@ -76,6 +76,12 @@ test: agents vet cross
 	GO=$(GO) ./scripts/fuzz-short.sh
 	SMOKE=1 GO=$(GO) ./scripts/bench-table.sh
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+# The fast tier: the policy, the parsers, the config, the registry and
+# every table test, without any agent CLI (no node needed), in under a
+# minute.
+test-fast:
+	$(GO) test -short -count=1 ./...
 
 # One table of spawn's figures, each against its limit measured in the same
 # run (scripts/bench-table.sh); `make test` runs a quick pass of it.

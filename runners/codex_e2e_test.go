@@ -50,12 +50,7 @@ type codexSeat struct {
 func newCodexSeat(t *testing.T, sc modelserver.Scenario, sandbox CodexSandbox) *codexSeat {
 	t.Helper()
 	bin := testenv.Codex(t)
-	srv, err := modelserver.Start(sc, modelserver.WithLogf(t.Logf))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		srv.Close()
-		assert.NoError(t, srv.Verify(), "every scripted turn was served")
-	})
+	srv := testenv.ModelServer(t, sc, modelserver.WithLogf(t.Logf))
 	repo, err := filepath.EvalSymlinks(testenv.Repo(t))
 	require.NoError(t, err)
 	home := t.TempDir()

@@ -63,11 +63,7 @@ func helloTurn(b *testing.B) (claude string, env []string, cfg config.Config) {
 		{Tools: []modelserver.ToolCall{{ID: "w1", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/hello.txt", "content": "hi\n"}}}},
 		{Text: "Done."},
 	}}}}
-	srv, err := modelserver.Start(sc, modelserver.WithMaxRequests(1<<20))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(srv.Close)
+	srv := testenv.ModelServer(b, sc, modelserver.WithMaxRequests(1<<20))
 	cfg = config.Default()
 	cfg.Team.Mode = observability.ModeSolo
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })

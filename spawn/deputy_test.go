@@ -371,12 +371,7 @@ func TestARepositoryCannotLowerTheSandbox(t *testing.T) {
 		{Tools: []modelserver.ToolCall{{ID: "w", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/work.txt", "content": "work\n"}}}},
 		{Text: "Done."},
 	}}}}
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		srv.Close()
-		assert.NoError(t, srv.Verify(), "every scripted turn was served")
-	})
+	srv := testenv.ModelServer(t, sc)
 	repo := testenv.Repo(t)
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "evil"), []byte("#!/bin/sh\ntouch "+filepath.Join(home, "pwned")+"\n"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(repo, config.File), []byte(`[spawn-team]

@@ -302,12 +302,7 @@ func (f prFixture) push(t *testing.T, old, new string) {
 // and gemini under sc; tweak edits the configuration.
 func (f prFixture) fixPR(t *testing.T, sc modelserver.Scenario, tweak func(*config.Config)) (*observability.Record, error, *modelserver.Server) {
 	t.Helper()
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		srv.Close()
-		assert.NoError(t, srv.Verify(), "every scripted turn was served")
-	})
+	srv := testenv.ModelServer(t, sc)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
 	cfg := config.Default()

@@ -50,12 +50,7 @@ func runGitHub(t testing.TB, sc modelserver.Scenario, bot []githubfake.UserOptio
 	if tweak != nil {
 		tweak(gh)
 	}
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		srv.Close()
-		assert.NoError(t, srv.Verify(), "every scripted turn was served")
-	})
+	srv := testenv.ModelServer(t, sc)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
 	cfg := config.Default()
@@ -318,12 +313,7 @@ func TestSpawnPRFixesATrustedReviewAndLeavesTheRestAlone(t *testing.T) {
 		{Tools: []modelserver.ToolCall{{ID: "e1", Name: "Edit", Input: map[string]any{"file_path": "{{workdir}}/calc.go", "old_string": "t := 1", "new_string": "t := 0"}}}},
 		{Text: id + ": fixed - Total starts from zero now"},
 	}}}, Gemini: []modelserver.Script{check(1, answer("approve", []string{id}))}}
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		srv.Close()
-		assert.NoError(t, srv.Verify(), "every scripted turn was served")
-	})
+	srv := testenv.ModelServer(t, sc)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
 	cfg := config.Default()

@@ -328,9 +328,7 @@ func TestUserChosenBranchIsStillTheOnlyRefTheRunMoves(t *testing.T) {
 		{Tools: []modelserver.ToolCall{{ID: "move", Name: "Bash", Input: map[string]any{"command": "git update-ref refs/heads/main HEAD", "description": "move main"}}}},
 		{Text: "Done."},
 	}}}}
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := testenv.ModelServer(t, sc)
 	repo := testenv.Repo(t)
 	main := testenv.Git(t, repo, "rev-parse", "main")
 	cfg := config.Default()

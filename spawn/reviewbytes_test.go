@@ -85,9 +85,7 @@ func fiveRoundPingpong(tb testing.TB) []reviewRound {
 	for k := rounds; k >= 1; k-- {
 		reviewer = append(reviewer, modelserver.Script{Match: fmt.Sprintf("round %d", k), Turns: answers[k-1 : k]})
 	}
-	srv, err := modelserver.Start(modelserver.Scenario{Anthropic: []modelserver.Script{coder}, Gemini: reviewer})
-	require.NoError(tb, err)
-	defer srv.Close()
+	srv := testenv.ModelServer(tb, modelserver.Scenario{Anthropic: []modelserver.Script{coder}, Gemini: reviewer})
 	genv, err := srv.GeminiEnv(tb.TempDir())
 	require.NoError(tb, err)
 	cfg := config.Default()

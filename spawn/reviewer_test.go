@@ -29,9 +29,7 @@ import (
 func reviewerRun(t *testing.T, sc modelserver.Scenario, maxRetries int) (*run, *modelserver.Server) {
 	t.Helper()
 	claude, gemini := testenv.Claude(t), testenv.Gemini(t)
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := testenv.ModelServer(t, sc)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
 	home := ""

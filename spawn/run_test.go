@@ -64,9 +64,7 @@ func runSolo(t *testing.T, sc modelserver.Scenario, task string, tweak func(*con
 func runSoloWith(t *testing.T, sc modelserver.Scenario, task string, tweak func(*config.Config), sink func(*soloRun, Event), extraEnv ...string) *soloRun {
 	t.Helper()
 	claude := testenv.Claude(t)
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := testenv.ModelServer(t, sc)
 	r := &soloRun{repo: testenv.Repo(t), srv: srv}
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModeSolo
@@ -341,9 +339,7 @@ func TestBadInputCreatesNothing(t *testing.T) {
 func TestUncommittedChangesAreNotedAndLeftAlone(t *testing.T) {
 	sc := modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{{Text: "Nothing to do."}}}}}
 	claude := testenv.Claude(t)
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := testenv.ModelServer(t, sc)
 	repo := testenv.Repo(t)
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "README.md"), []byte("# edited, not committed\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "scratch.txt"), []byte("mine\n"), 0o644))

@@ -32,11 +32,7 @@ func BenchmarkSeatTurn(b *testing.B) {
 		api := a.Provider().Route
 		sc := modelserver.Scenario{}
 		*sc.Scripts(api) = []modelserver.Script{{Turns: []modelserver.Turn{{Tools: []modelserver.ToolCall{writeTurn[api]}}, {Text: "Done."}}}}
-		srv, err := modelserver.Start(sc, modelserver.WithMaxRequests(1<<20))
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(srv.Close)
+		srv := testenv.ModelServer(b, sc, modelserver.WithMaxRequests(1<<20))
 		senv, err := srv.Env(b.TempDir())
 		if err != nil {
 			b.Fatal(err)

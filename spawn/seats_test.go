@@ -33,12 +33,7 @@ type seated struct {
 // in a fresh demo repository.
 func runSeated(t *testing.T, mode observability.Mode, coder string, reviewers []string, sc modelserver.Scenario, tweak func(*config.Config)) *seated {
 	t.Helper()
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		srv.Close()
-		assert.NoError(t, srv.Verify(), "every scripted turn was served")
-	})
+	srv := testenv.ModelServer(t, sc)
 	home := t.TempDir()
 	senv, err := srv.Env(home)
 	require.NoError(t, err)

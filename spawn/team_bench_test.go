@@ -28,14 +28,10 @@ import (
 func BenchmarkPingpongOverhead(b *testing.B) {
 	claude, gemini := testenv.Claude(b), testenv.Gemini(b)
 	bug := finding("high", "technical_feasibility", "calc.go", 19, "Total starts from one")
-	srv, err := modelserver.Start(modelserver.Scenario{
+	srv := testenv.ModelServer(b, modelserver.Scenario{
 		Anthropic: []modelserver.Script{coderTurns(5)},
 		Gemini:    reviewRounds(answer("request_changes", nil, bug), answer("approve", []string{bug.ID})),
 	}, modelserver.WithMaxRequests(1<<20))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
 	genv, err := srv.GeminiEnv(b.TempDir())
 	if err != nil {
 		b.Fatal(err)

@@ -36,11 +36,9 @@ func TestCoderKilledMidCommandLeavesNoCommandBehind(t *testing.T) {
 	claude := testenv.Claude(t)
 	const marker = "sleep 3001"
 	testenv.KillAtCleanup(t, containing(marker))
-	srv, err := modelserver.Start(modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+	srv := testenv.ModelServer(t, modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
 		{Tools: []modelserver.ToolCall{bashCall("s1", marker)}},
 	}}}})
-	require.NoError(t, err)
-	defer srv.Close()
 
 	c := &runners.Claude{Bin: claude, AllowedTools: []string{"Bash(sleep:*)"}}
 	turn := runners.Turn{Prompt: "wait a while", Dir: testenv.Repo(t)}
@@ -89,11 +87,9 @@ func TestCancelledCoderLeavesNoCommandBehind(t *testing.T) {
 	claude := testenv.Claude(t)
 	const marker = "sleep 3002"
 	testenv.KillAtCleanup(t, containing(marker))
-	srv, err := modelserver.Start(modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+	srv := testenv.ModelServer(t, modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
 		{Tools: []modelserver.ToolCall{bashCall("s2", marker)}},
 	}}}})
-	require.NoError(t, err)
-	defer srv.Close()
 
 	// Cancelled once the command runs.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -137,12 +133,10 @@ func TestDaemonStartedByTheCoderDiesWithTheTurn(t *testing.T) {
 	repo := testenv.Repo(t)
 	makefile := "daemon:\n\tsetsid " + marker + " >/dev/null 2>&1 & until grep -qs 4242 /proc/$$!/cmdline; do sleep 0.01; done\n"
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "Makefile"), []byte(makefile), 0o644))
-	srv, err := modelserver.Start(modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+	srv := testenv.ModelServer(t, modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
 		{Tools: []modelserver.ToolCall{bashCall("d1", "make daemon")}},
 		{Text: "The daemon runs."},
 	}}}})
-	require.NoError(t, err)
-	defer srv.Close()
 
 	c := &runners.Claude{Bin: claude, AllowedTools: []string{"Bash(make:*)"}}
 	var daemonRan bool
@@ -187,11 +181,9 @@ func randomText(n int) string {
 func TestReviewStreamOverOneMebibyteKeepsItsResult(t *testing.T) {
 	gemini := testenv.Gemini(t)
 	answer := randomText(1 << 20)
-	srv, err := modelserver.Start(modelserver.Scenario{Gemini: []modelserver.Script{{Turns: []modelserver.Turn{
+	srv := testenv.ModelServer(t, modelserver.Scenario{Gemini: []modelserver.Script{{Turns: []modelserver.Turn{
 		{Text: answer},
 	}}}})
-	require.NoError(t, err)
-	defer srv.Close()
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
 
@@ -228,9 +220,7 @@ func TestReviewStreamOverOneMebibyteKeepsItsResult(t *testing.T) {
 func TestCoderStreamOverOneMebibyteKeepsItsResult(t *testing.T) {
 	claude := testenv.Claude(t)
 	answer := randomText(2 << 20)
-	srv, err := modelserver.Start(modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{{Text: answer}}}}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := testenv.ModelServer(t, modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{{Text: answer}}}}})
 
 	var transcript countingWriter
 	out, err := Run(context.Background(), &runners.Claude{Bin: claude}, runners.Turn{Prompt: "say it", Dir: testenv.Repo(t)}, Options{

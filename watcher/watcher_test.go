@@ -23,12 +23,10 @@ import (
 // successful result carrying the model's answer.
 func TestGeminiReviewerRunsUnderTheWatcher(t *testing.T) {
 	gemini := testenv.Gemini(t)
-	srv, err := modelserver.Start(modelserver.Scenario{Gemini: []modelserver.Script{{Turns: []modelserver.Turn{
+	srv := testenv.ModelServer(t, modelserver.Scenario{Gemini: []modelserver.Script{{Turns: []modelserver.Turn{
 		{Tools: []modelserver.ToolCall{{ID: "r1", Name: "read_file", Input: map[string]any{"file_path": "{{workdir}}/main.go"}}}},
 		{Text: `{"verdict":"approve","summary":"fine","findings":[]}`},
 	}}}})
-	require.NoError(t, err)
-	defer srv.Close()
 	home := t.TempDir()
 	genv, err := srv.GeminiEnv(home)
 	require.NoError(t, err)
@@ -82,9 +80,7 @@ func TestGeminiReviewerRunsUnderTheWatcher(t *testing.T) {
 // without any output arriving, and the whole process group is gone after.
 func TestIdleTimeoutFiresOnSilence(t *testing.T) {
 	claude := testenv.Claude(t)
-	srv, err := modelserver.Start(modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{{Hang: true}}}}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := testenv.ModelServer(t, modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{{Hang: true}}}}})
 	repo := testenv.Repo(t)
 
 	c := &runners.Claude{Bin: claude}
@@ -123,9 +119,7 @@ func TestMergeEnvOverrides(t *testing.T) {
 // watcher starts it in its own group and kills the whole tree on silence.
 func TestGeminiHangIsKilledWithItsTree(t *testing.T) {
 	gemini := testenv.Gemini(t)
-	srv, err := modelserver.Start(modelserver.Scenario{Gemini: []modelserver.Script{{Turns: []modelserver.Turn{{Hang: true}}}}})
-	require.NoError(t, err)
-	defer srv.Close()
+	srv := testenv.ModelServer(t, modelserver.Scenario{Gemini: []modelserver.Script{{Turns: []modelserver.Turn{{Hang: true}}}}})
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
 
@@ -142,11 +136,9 @@ func TestGeminiHangIsKilledWithItsTree(t *testing.T) {
 // its result, and Stopped names the budget.
 func TestOnEventStopStopsTheAgent(t *testing.T) {
 	claude := testenv.Claude(t)
-	srv, err := modelserver.Start(modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
-		{Text: "first"}, {Delay: modelserver.Duration(30 * time.Second), Text: "never"},
+	srv := testenv.ModelServer(t, modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+		{Text: "first"},
 	}}}})
-	require.NoError(t, err)
-	defer srv.Close()
 	out, err := Run(context.Background(), &runners.Claude{Bin: claude}, runners.Turn{Prompt: "hello", Dir: testenv.Repo(t)}, Options{
 		Env:   testenv.Env(t, srv.ClaudeEnv()...),
 		Grace: 2 * time.Second,

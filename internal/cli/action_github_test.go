@@ -54,15 +54,13 @@ func TestActionInGitHubModeOpensAPullRequest(t *testing.T) {
 	testenv.Git(t, repo, "remote", "add", "origin", gh.RemoteURL("acme", "calc"))
 	testenv.Git(t, repo, "fetch", "--quiet", "origin")
 
-	srv, err := modelserver.Start(modelserver.Scenario{
+	srv := testenv.ModelServer(t, modelserver.Scenario{
 		Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
 			{Text: "Writing hello.txt.", Tools: []modelserver.ToolCall{{ID: "w1", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/hello.txt", "content": "hi\n"}}}},
 			{Text: "Created hello.txt."},
 		}}},
 		Gemini: []modelserver.Script{{Turns: []modelserver.Turn{{Text: "```json\n{\"verdict\": \"approve\", \"summary\": \"fine\", \"findings\": [], \"resolved\": []}\n```"}}}},
 	})
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
 

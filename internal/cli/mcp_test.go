@@ -41,9 +41,7 @@ var mcpScenario = modelserver.Scenario{Anthropic: []modelserver.Script{
 func mcpEnv(t *testing.T, sc modelserver.Scenario, repo string) ([]string, *modelserver.Server) {
 	t.Helper()
 	claude := testenv.Claude(t)
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := testenv.ModelServer(t, sc)
 	env := testenv.Env(t, append([]string{"SPAWN_TEST_BE_SPAWN=1", "SPAWN_CLAUDE_COMMAND=" + claude}, srv.ClaudeEnv()...)...)
 	// The detached runs are this test's processes too: none outlives it.
 	testenv.KillAtCleanup(t, func(c string) bool { return strings.Contains(c, "--repo="+repo+" ") })

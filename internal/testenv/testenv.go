@@ -1,6 +1,7 @@
 // Package testenv sets up what spawn's end-to-end tests need: the pinned
 // real agent CLIs, a throwaway git repository, and a clean environment.
-// Under CI=true a missing CLI fails the test instead of skipping it.
+// Under CI=true a missing CLI fails the test instead of skipping it; with
+// -short (the fast tier) every test that needs one skips.
 package testenv
 
 import (
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 )
 
 // Root returns the module's root directory (the folder holding go.mod).
@@ -38,6 +41,9 @@ func Root(t testing.TB) string {
 // agent finds a pinned agent CLI installed by `make agents`.
 func agent(t testing.TB, name string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the fast tier runs no agent CLI")
+	}
 	path := filepath.Join(Root(t), "agents", "node_modules", ".bin", name)
 	if _, err := os.Stat(path); err != nil {
 		msg := name + " is not installed at " + path + "; run `make agents` (npm ci in agents/)"
@@ -242,4 +248,24 @@ func Numbered(n int) string {
 		fmt.Fprintf(&b, "line %d\n", i)
 	}
 	return b.String()
+}
+
+// ModelServer starts the scripted model server on sc for the test, and at
+// its end closes it and fails the test unless every scripted turn was
+// served (modelserver.Server.Verify): a test whose script holds a turn its
+// story never reached proves less than it says. A test that skipped is not
+// checked.
+func ModelServer(t testing.TB, sc modelserver.Scenario, opts ...modelserver.Option) *modelserver.Server {
+	t.Helper()
+	srv, err := modelserver.Start(sc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		srv.Close()
+		if err := srv.Verify(); err != nil && !t.Skipped() {
+			t.Errorf("the scripted model: %v", err)
+		}
+	})
+	return srv
 }
