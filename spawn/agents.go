@@ -48,11 +48,11 @@ func (r *run) Code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
 const quotaResumed = "Your turn was cut off by your account's usage limit, which has now reset. Go on with the task where you left off, and finish it."
 
 func (r *run) code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
-	phase := PhaseCoder
+	phase := observability.PhaseCoder
 	if t.Round > 1 {
-		phase = PhaseFixing
+		phase = observability.PhaseFixing
 	}
-	r.emit(Event{Kind: EventPhase, Phase: phase, Round: t.Round})
+	r.emit(observability.Event{Kind: observability.EventPhase, Phase: phase, Round: t.Round})
 	cfg := r.opts.Config
 	policy, err := r.coderPolicy()
 	if err != nil {
@@ -99,7 +99,7 @@ func (r *run) noteSeat(seat string, a *confined) {
 	r.noted[seat] = true
 	r.mu.Unlock()
 	if !seen {
-		r.emit(Event{Kind: EventNote, Text: seat + ": " + n.Note()})
+		r.emit(observability.Event{Kind: observability.EventNote, Text: seat + ": " + n.Note()})
 	}
 }
 
@@ -107,7 +107,7 @@ func (r *run) noteSeat(seat string, a *confined) {
 // cannot be removed is a warning (its cgroup is left behind, empty).
 func (r *run) closeCage(a *confined) {
 	if err := a.cage.Close(); err != nil {
-		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot remove an agent's cgroup: %v", err)})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("cannot remove an agent's cgroup: %v", err)})
 	}
 }
 
@@ -155,7 +155,7 @@ func (r *run) Review(ctx context.Context, t team.ReviewerTurn) (team.Reply, erro
 }
 
 func (r *run) review(ctx context.Context, t team.ReviewerTurn) (team.Reply, error) {
-	r.emit(Event{Kind: EventPhase, Phase: PhaseReviewer, Round: t.Round, Seat: t.Seat})
+	r.emit(observability.Event{Kind: observability.EventPhase, Phase: observability.PhaseReviewer, Round: t.Round, Seat: t.Seat})
 	cli, ok := r.pre.seats.reviewer(t.Reviewer)
 	if !ok {
 		return team.Reply{}, errorf(KindInternal, nil, "no reviewer %q sits on the board", t.Reviewer)
@@ -202,8 +202,8 @@ func (r *run) Diff(ctx context.Context, from, to string) (string, error) {
 }
 
 // Reviewed puts a finished review round on the event stream.
-func (r *run) Reviewed(round team.Round) {
-	r.emit(Event{Kind: EventReview, Round: round.Number, Review: &round})
+func (r *run) Reviewed(round observability.Round) {
+	r.emit(observability.Event{Kind: observability.EventReview, Round: round.Number, Review: &round})
 }
 
 // recordError is the record's first write error as an internal *Error
@@ -249,7 +249,7 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 	names := map[int][2]string{} // process -> its transcripts' names in the run directory
 	var files []*os.File
 	var watchErrs []error
-	emit := func(e Event) {
+	emit := func(e observability.Event) {
 		e.LLM, e.Role, e.Round, e.Seat = who.llm, who.role, who.round, who.seat
 		r.emit(e)
 	}
@@ -285,7 +285,7 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 				watchErrs = append(watchErrs, errorf(KindInternal, out.WatchErr, "watching %s failed: %v", who.cli, out.WatchErr))
 			}
 			mu.Unlock()
-			e := Event{Kind: EventProcess, Process: &observability.CommandLine{
+			e := observability.Event{Kind: observability.EventProcess, Process: &observability.CommandLine{
 				LLM:        who.llm,
 				Role:       who.role,
 				Iteration:  who.round,
@@ -314,19 +314,19 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 			}
 			emit(e)
 		},
-		OnProgress: func(p watcher.Progress) {
+		OnProgress: func(p observability.Progress) {
 			if who.role == observability.RoleCoder {
 				// A message a hook handed the coder is told as it is,
 				// before what the coder does with it.
 				r.recordMessages(r.pre.seats.coder)
 			}
-			emit(Event{Kind: EventAgent, Agent: &p, RunCostUSD: r.spend.update(key, p.CostUSD)})
+			emit(observability.Event{Kind: observability.EventAgent, Agent: &p, RunCostUSD: r.spend.update(key, p.CostUSD)})
 		},
 	}
 	sess, err := watcher.Supervise(ctx, a, turn, policy, hooks)
 	if sess != nil {
 		u := agentUsage(who, sess)
-		e := Event{Kind: EventSession, Usage: &observability.Usage{Turns: sess.Turns, CostUSD: sess.CostUSD}, AgentUsage: &u,
+		e := observability.Event{Kind: observability.EventSession, Usage: &observability.Usage{Turns: sess.Turns, CostUSD: sess.CostUSD}, AgentUsage: &u,
 			RunCostUSD: r.spend.end(key, sess.CostUSD)}
 		if who.role == observability.RoleCoder && sess.Result != nil {
 			e.Text = sess.Result.Text // the coder's final message

@@ -106,7 +106,7 @@ func (r *run) blocked(who agent, call string, lines []string) {
 	case n > maxRefusalFindings+1:
 		return
 	case n == maxRefusalFindings+1:
-		r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("the sandbox refused more of %s's calls; the transcripts in %s have them all", who.cli, r.dir.Dir)})
+		r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("the sandbox refused more of %s's calls; the transcripts in %s have them all", who.cli, r.dir.Dir)})
 		return
 	}
 	if call == "" {

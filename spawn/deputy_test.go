@@ -267,8 +267,8 @@ func TestACoderCannotMakeSpawnItsDeputy(t *testing.T) {
 
 	var before guardedState
 	var readme string
-	r := runSoloWith(t, deputyStory(t, home, mark), "harden the repository", nil, func(r *soloRun, e Event) {
-		if e.Kind == EventStarted {
+	r := runSoloWith(t, deputyStory(t, home, mark), "harden the repository", nil, func(r *soloRun, e observability.Event) {
+		if e.Kind == observability.EventStarted {
 			testenv.Git(t, r.repo, "config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic "+header)
 			before = takeGuarded(t, r.repo, e.Run)
 			readme = testenv.Git(t, r.repo, "show", "main:README.md")

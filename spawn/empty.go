@@ -30,6 +30,6 @@ func (r *run) removeEmptySandbox(ctx context.Context, cause error) error {
 	r.record.mu.Lock()
 	r.rec.SandboxPath, r.rec.Branch = "", ""
 	r.record.mu.Unlock()
-	r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("the run failed before the coder changed anything (%s): its worktree %s and branch %s were removed; this record stays", KindOf(cause), r.sb.Path, r.sb.Branch)})
+	r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("the run failed before the coder changed anything (%s): its worktree %s and branch %s were removed; this record stays", KindOf(cause), r.sb.Path, r.sb.Branch)})
 	return nil
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
-	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
 // writeThenFinish is a coder that writes draft.txt and says it is done.
@@ -39,8 +38,8 @@ func breakDir(t *testing.T, dir string) {
 // with exit 1, and the record in memory still says what was committed.
 func TestRecordUnwritableMidRunStillCommitsTheWork(t *testing.T) {
 	broken := false
-	r := runSoloWith(t, writeThenFinish(), "write a draft", nil, func(r *soloRun, e Event) {
-		if !broken && e.Kind == EventAgent && e.Agent.Kind == watcher.ProgressFileChanged {
+	r := runSoloWith(t, writeThenFinish(), "write a draft", nil, func(r *soloRun, e observability.Event) {
+		if !broken && e.Kind == observability.EventAgent && e.Agent.Kind == observability.ProgressFileChanged {
 			broken = true
 			breakDir(t, filepath.Join(r.repo, sandbox.Dir, "runs", e.Run))
 		}
@@ -59,8 +58,8 @@ func TestRecordUnwritableMidRunStillCommitsTheWork(t *testing.T) {
 // 1), not the agent's crash.
 func TestTranscriptCreateFailureIsInternal(t *testing.T) {
 	broken := false
-	r := runSoloWith(t, writeThenFinish(), "write a draft", nil, func(r *soloRun, e Event) {
-		if !broken && e.Kind == EventPhase && e.Phase == PhaseCoder {
+	r := runSoloWith(t, writeThenFinish(), "write a draft", nil, func(r *soloRun, e observability.Event) {
+		if !broken && e.Kind == observability.EventPhase && e.Phase == observability.PhaseCoder {
 			broken = true
 			breakDir(t, filepath.Join(r.repo, sandbox.Dir, "runs", e.Run))
 		}
@@ -74,8 +73,8 @@ func TestTranscriptCreateFailureIsInternal(t *testing.T) {
 // is gone and where the branch is, instead of a fork/exec error.
 func TestWorktreeDeletedMidRunSaysSo(t *testing.T) {
 	deleted := false
-	r := runSoloWith(t, writeThenFinish(), "write a draft", nil, func(r *soloRun, e Event) {
-		if !deleted && e.Kind == EventAgent && e.Agent.Kind == watcher.ProgressFileChanged {
+	r := runSoloWith(t, writeThenFinish(), "write a draft", nil, func(r *soloRun, e observability.Event) {
+		if !deleted && e.Kind == observability.EventAgent && e.Agent.Kind == observability.ProgressFileChanged {
 			deleted = true
 			require.NoError(t, os.RemoveAll(filepath.Join(r.repo, sandbox.Dir, "worktrees", e.Run)))
 		}

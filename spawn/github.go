@@ -202,7 +202,7 @@ func (r *run) AfterCode(ctx context.Context, round int, said []prompts.Attributi
 	if err != nil {
 		return githubError(err, "pushed "+r.sb.Branch)
 	}
-	r.emit(Event{Kind: EventGitHub, Round: round, GitHub: &GitHubStep{Pushed: sha}})
+	r.emit(observability.Event{Kind: observability.EventGitHub, Round: round, GitHub: &observability.GitHubStep{Pushed: sha}})
 	h.mu.Lock()
 	opened := h.opened
 	h.mu.Unlock()
@@ -216,7 +216,7 @@ func (r *run) AfterCode(ctx context.Context, round int, said []prompts.Attributi
 		h.mu.Lock()
 		h.pr, h.opened = pr, true
 		h.mu.Unlock()
-		r.emit(Event{Kind: EventGitHub, Round: round, GitHub: &GitHubStep{PRURL: pr.URL, PullRequest: pullRequestOf(pr, sha)}})
+		r.emit(observability.Event{Kind: observability.EventGitHub, Round: round, GitHub: &observability.GitHubStep{PRURL: pr.URL, PullRequest: pullRequestOf(pr, sha)}})
 	}
 	if round > 1 {
 		h.mu.Lock()
@@ -278,7 +278,7 @@ func (r *run) replyInThread(ctx context.Context, client *github.Client, root int
 	if t.Line > 0 {
 		where += fmt.Sprintf(":%d", t.Line)
 	}
-	r.emit(Event{Kind: EventGitHub, Round: rep.round, GitHub: &GitHubStep{Thread: &t, Reply: fmt.Sprintf("%s: %s", where, firstLine(body))}})
+	r.emit(observability.Event{Kind: observability.EventGitHub, Round: rep.round, GitHub: &observability.GitHubStep{Thread: &t, Reply: fmt.Sprintf("%s: %s", where, firstLine(body))}})
 	return nil
 }
 
@@ -354,7 +354,7 @@ func (r *run) BeforeReview(ctx context.Context, round int, head string) error {
 // thread of a finding the round confirmed gets a reply naming its fix
 // (the commits and this round, and the coder's words) and then is
 // resolved; each thread still open gets a reply saying so.
-func (r *run) AfterReview(ctx context.Context, round team.Round) error {
+func (r *run) AfterReview(ctx context.Context, round observability.Round) error {
 	h := r.gh
 	files, err := h.client.Files(ctx, h.prNumber())
 	if err != nil {
@@ -395,12 +395,12 @@ func (r *run) AfterReview(ctx context.Context, round team.Round) error {
 			}
 		}
 		rec := p.rec
-		r.emit(Event{Kind: EventGitHub, Round: round.Number, GitHub: &GitHubStep{Review: &rec}})
+		r.emit(observability.Event{Kind: observability.EventGitHub, Round: round.Number, GitHub: &observability.GitHubStep{Review: &rec}})
 		for _, c := range rec.Comments {
 			t := h.update(c.ID, func(t *observability.GitHubThread) {
 				t.ID, t.Author, t.Path, t.Line, t.FindingID = c.ThreadID, p.author, c.Path, c.Line, c.FindingID
 			})
-			r.emit(Event{Kind: EventGitHub, Round: round.Number, GitHub: &GitHubStep{Thread: &t}})
+			r.emit(observability.Event{Kind: observability.EventGitHub, Round: round.Number, GitHub: &observability.GitHubStep{Thread: &t}})
 		}
 		for _, f := range p.again {
 			repeated[f.ID] = true
@@ -530,7 +530,7 @@ func (r *run) stillOpen(ctx context.Context, client *github.Client, round int, s
 // that review round neither confirmed nor raised again (repeated): they
 // stay open, and the thread says the round did not confirm the fix (or
 // did not accept the coder's reason for declining).
-func (r *run) unconfirmed(ctx context.Context, round team.Round, head string, repeated map[string]bool) error {
+func (r *run) unconfirmed(ctx context.Context, round observability.Round, head string, repeated map[string]bool) error {
 	h := r.gh
 	for _, f := range round.Findings {
 		h.mu.Lock()
@@ -575,7 +575,7 @@ func findingComment(f observability.Finding) string {
 // resolved. A token that may not resolve threads (Actions' GITHUB_TOKEN)
 // gets one more reply asking a person to, and the record notes it: not a
 // failure.
-func (r *run) resolveConfirmed(ctx context.Context, round team.Round, head string, threads []github.Thread) error {
+func (r *run) resolveConfirmed(ctx context.Context, round observability.Round, head string, threads []github.Thread) error {
 	h := r.gh
 	var ids []string
 	for _, fb := range round.Feedback {
@@ -630,14 +630,14 @@ func (r *run) resolveConfirmed(ctx context.Context, round team.Round, head strin
 				body: "spawn's token cannot resolve review threads: please resolve this one."}); err != nil {
 				return err
 			}
-			r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("the GitHub token cannot resolve review threads; spawn replied in the thread of finding %s instead", id)})
+			r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("the GitHub token cannot resolve review threads; spawn replied in the thread of finding %s instead", id)})
 		case err != nil:
 			return githubError(err, "resolved a review thread")
 		default:
 			t := h.update(root, func(t *observability.GitHubThread) { t.State = observability.ThreadResolved })
-			r.emit(Event{Kind: EventGitHub, Round: round.Number, GitHub: &GitHubStep{Thread: &t}})
+			r.emit(observability.Event{Kind: observability.EventGitHub, Round: round.Number, GitHub: &observability.GitHubStep{Thread: &t}})
 		}
-		r.emit(Event{Kind: EventGitHub, Round: round.Number, GitHub: &GitHubStep{Resolved: &done}})
+		r.emit(observability.Event{Kind: observability.EventGitHub, Round: round.Number, GitHub: &observability.GitHubStep{Resolved: &done}})
 	}
 	return nil
 }
@@ -663,7 +663,7 @@ func (r *run) setStatus(ctx context.Context, sha string, state github.StatusStat
 	if err := r.gh.client.SetStatus(ctx, sha, state, desc, ""); err != nil {
 		return githubError(err, "set the commit status")
 	}
-	r.emit(Event{Kind: EventGitHub, GitHub: &GitHubStep{Status: &observability.GitHubStatus{SHA: sha, Context: github.StatusContext, State: string(state), Description: desc}}})
+	r.emit(observability.Event{Kind: observability.EventGitHub, GitHub: &observability.GitHubStep{Status: &observability.GitHubStatus{SHA: sha, Context: github.StatusContext, State: string(state), Description: desc}}})
 	return nil
 }
 

@@ -26,7 +26,7 @@ import (
 // message sent while no coder turn runs (the reviewer's turn, between
 // turns) is put at the top of the coder's next prompt. After each coder
 // turn, and as the coder works, the messages delivered are recorded
-// (EventMessage).
+// (observability.EventMessage).
 
 // hookSettings is the file name of the coder's hook settings in spawn's
 // control directory, which the coder's sandbox shows read-only.
@@ -46,7 +46,7 @@ func (r *run) coderHooks(cli seatCLI, round int) coderBinds {
 	}
 	b, err := r.prepareHooks(hooker, cli.name(), round)
 	if err != nil {
-		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("messages sent with spawn send reach the coder only in its next prompt, not during this turn: %v", err)})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("messages sent with spawn send reach the coder only in its next prompt, not during this turn: %v", err)})
 		return coderBinds{}
 	}
 	return b
@@ -92,7 +92,7 @@ func (b coderBinds) readOnly() []string {
 func (r *run) withMessages(prompt string, round int) string {
 	msgs, err := r.dir.Inbox().Take(r.events.now(), observability.DeliveryPrompt, round)
 	if err != nil {
-		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot read the messages sent with spawn send: %v", err)})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("cannot read the messages sent with spawn send: %v", err)})
 	}
 	if len(msgs) == 0 {
 		return prompt
@@ -108,7 +108,7 @@ func (r *run) recordMessages(cli seatCLI) {
 	defer r.msgs.Unlock()
 	msgs, err := r.dir.Inbox().Delivered()
 	if err != nil {
-		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot read the messages sent with spawn send: %v", err)})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("cannot read the messages sent with spawn send: %v", err)})
 	}
 	var fresh []observability.Message
 	for _, m := range msgs {
@@ -118,7 +118,7 @@ func (r *run) recordMessages(cli seatCLI) {
 	}
 	sortByDelivery(fresh)
 	for _, m := range fresh {
-		r.emit(Event{Kind: EventMessage, Role: observability.RoleCoder, LLM: cli.llm(), Round: m.Round, Message: &m})
+		r.emit(observability.Event{Kind: observability.EventMessage, Role: observability.RoleCoder, LLM: cli.llm(), Round: m.Round, Message: &m})
 	}
 }
 

@@ -571,6 +571,6 @@ func (r *run) security(who agent, kind observability.FindingKind, severity obser
 	r.mu.Unlock()
 	f := &observability.SecurityFinding{ID: id, Kind: kind, Iteration: who.round, Severity: severity, File: file,
 		Description: description, Recommendation: recommendation, Status: observability.FindingOpen}
-	r.emit(Event{Kind: EventSecurity, Round: who.round, Role: who.role, LLM: who.llm, Security: f})
-	r.emit(Event{Kind: EventWarning, Text: strings.ToUpper(strings.ReplaceAll(string(kind), "_", " ")) + ": " + description})
+	r.emit(observability.Event{Kind: observability.EventSecurity, Round: who.round, Role: who.role, LLM: who.llm, Security: f})
+	r.emit(observability.Event{Kind: observability.EventWarning, Text: strings.ToUpper(strings.ReplaceAll(string(kind), "_", " ")) + ": " + description})
 }

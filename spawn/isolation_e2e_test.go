@@ -166,8 +166,8 @@ func TestSandboxedCoderCannotTouchAnythingOfTheUsers(t *testing.T) {
 		c.Sandbox.Isolation = isolation.ModeBwrap
 		c.Permissions.AllowedTools = append(c.Permissions.AllowedTools, "Bash(git:*)")
 		c.Spawn.IdleTimeout = 2 * time.Minute
-	}, func(r *soloRun, e Event) {
-		if e.Kind == EventStarted {
+	}, func(r *soloRun, e observability.Event) {
+		if e.Kind == observability.EventStarted {
 			testenv.Git(t, r.repo, "tag", "v1")
 			before = takeGuarded(t, r.repo, e.Run)
 		}
@@ -248,8 +248,8 @@ func TestTamperWithoutSandboxIsUndoneAndReported(t *testing.T) {
 	r := runSoloWith(t, sc, "do the work", func(c *config.Config) {
 		c.Sandbox.Isolation = isolation.ModeNone
 		c.Permissions.AllowedTools = append(c.Permissions.AllowedTools, "Bash(git:*)")
-	}, func(r *soloRun, e Event) {
-		if e.Kind == EventStarted {
+	}, func(r *soloRun, e observability.Event) {
+		if e.Kind == observability.EventStarted {
 			repo = r.repo
 			before = takeGuarded(t, repo, e.Run)
 		}
@@ -377,8 +377,8 @@ func TestOthersWorkDuringATurnIsKept(t *testing.T) {
 			var userHead string
 			r := runSoloWith(t, sc, "do the work", func(c *config.Config) {
 				c.Sandbox.Isolation = mode
-			}, func(r *soloRun, e Event) {
-				if e.Kind != EventAgent || e.Agent == nil || e.Agent.Kind != "file_changed" {
+			}, func(r *soloRun, e observability.Event) {
+				if e.Kind != observability.EventAgent || e.Agent == nil || e.Agent.Kind != "file_changed" {
 					return
 				}
 				// The coder is in its turn: another run makes its branch.

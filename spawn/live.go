@@ -12,7 +12,6 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
-	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
 // Live is what a run is doing now, as the end of its event stream
@@ -21,7 +20,7 @@ import (
 type Live struct {
 	// Phase is the phase the run entered last; "" before its first phase
 	// event (the run is starting).
-	Phase Phase `json:"phase"`
+	Phase observability.Phase `json:"phase"`
 	// Round is the review round of that phase (0 for the sandbox phase).
 	Round int `json:"round"`
 	// Seat is the reviewer seat of a reviewer phase.
@@ -134,29 +133,29 @@ func scanLive(data []byte, cut bool) (live Live, complete bool) {
 		data = data[:len(data)-1] // the newline
 		line := data[bytes.LastIndexByte(data, '\n')+1:]
 		data = data[:len(data)-len(line)]
-		var e Event
+		var e observability.Event
 		if len(bytes.TrimSpace(line)) == 0 || json.Unmarshal(line, &e) != nil {
 			continue
 		}
 		if live.Updated.IsZero() {
-			live.Updated, live.Finished = e.Time, e.Kind == EventFinished
+			live.Updated, live.Finished = e.Time, e.Kind == observability.EventFinished
 		}
 		switch e.Kind {
-		case EventPhase:
-			if e.Phase == PhaseSandbox && live.Sandbox == "" {
+		case observability.EventPhase:
+			if e.Phase == observability.PhaseSandbox && live.Sandbox == "" {
 				live.Sandbox = e.Text
 			}
 			if !sawPhase {
 				live.Phase, live.Round, live.Seat, sawPhase = e.Phase, e.Round, e.Seat, true
 			}
-		case EventAgent:
+		case observability.EventAgent:
 			if e.Agent == nil {
 				continue
 			}
 			if !sawTurns && e.Role == observability.RoleCoder {
 				live.Turns, sawTurns = e.Agent.Turns, true
 			}
-			if !sawTool && e.Agent.Kind == watcher.ProgressTool {
+			if !sawTool && e.Agent.Kind == observability.ProgressTool {
 				live.Role, live.Tool, live.Input, sawTool = e.Role, e.Agent.Tool, e.Agent.Input, true
 			}
 		}

@@ -14,12 +14,11 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
-	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
 // liveRun is a run directory whose events.ndjson holds events, one a
 // line, as a run writes them; raw is appended as it is.
-func liveRun(t *testing.T, raw string, events ...Event) runs.Paths {
+func liveRun(t *testing.T, raw string, events ...observability.Event) runs.Paths {
 	t.Helper()
 	p := runs.Paths{ID: "20260101-000000-abcd", Dir: t.TempDir()}
 	var b strings.Builder
@@ -36,28 +35,28 @@ func liveRun(t *testing.T, raw string, events ...Event) runs.Paths {
 
 var liveT0 = time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 
-func coderTool(at time.Duration, turns int, cost float64, tool, input string) Event {
-	return Event{Time: liveT0.Add(at), Kind: EventAgent, Role: observability.RoleCoder, LLM: observability.LLMClaude, RunCostUSD: cost,
-		Agent: &watcher.Progress{Kind: watcher.ProgressTool, Turns: turns, CostUSD: cost, Tool: tool, Input: json.RawMessage(input)}}
+func coderTool(at time.Duration, turns int, cost float64, tool, input string) observability.Event {
+	return observability.Event{Time: liveT0.Add(at), Kind: observability.EventAgent, Role: observability.RoleCoder, LLM: observability.LLMClaude, RunCostUSD: cost,
+		Agent: &observability.Progress{Kind: observability.ProgressTool, Turns: turns, CostUSD: cost, Tool: tool, Input: json.RawMessage(input)}}
 }
 
-func coderText(at time.Duration, turns int, cost float64, text string) Event {
-	return Event{Time: liveT0.Add(at), Kind: EventAgent, Role: observability.RoleCoder, LLM: observability.LLMClaude, RunCostUSD: cost,
-		Agent: &watcher.Progress{Kind: watcher.ProgressText, Turns: turns, CostUSD: cost, Detail: text}}
+func coderText(at time.Duration, turns int, cost float64, text string) observability.Event {
+	return observability.Event{Time: liveT0.Add(at), Kind: observability.EventAgent, Role: observability.RoleCoder, LLM: observability.LLMClaude, RunCostUSD: cost,
+		Agent: &observability.Progress{Kind: observability.ProgressText, Turns: turns, CostUSD: cost, Detail: text}}
 }
 
 func TestReadLiveSaysThePhaseTurnCostAndLastAction(t *testing.T) {
 	p := liveRun(t, "",
-		Event{Time: liveT0, Kind: EventStarted},
-		Event{Time: liveT0, Kind: EventPhase, Phase: PhaseSandbox, Text: "/repo/.spawn/worktrees/x"},
-		Event{Time: liveT0, Kind: EventPhase, Phase: PhaseCoder, Round: 1},
+		observability.Event{Time: liveT0, Kind: observability.EventStarted},
+		observability.Event{Time: liveT0, Kind: observability.EventPhase, Phase: observability.PhaseSandbox, Text: "/repo/.spawn/worktrees/x"},
+		observability.Event{Time: liveT0, Kind: observability.EventPhase, Phase: observability.PhaseCoder, Round: 1},
 		coderTool(time.Second, 1, 0.01, "Read", `{"file_path":"/repo/.spawn/worktrees/x/main.go"}`),
 		coderTool(2*time.Second, 2, 0.02, "Edit", `{"file_path":"/repo/.spawn/worktrees/x/main.go"}`),
 		coderText(3*time.Second, 3, 0.03, "Done."),
 	)
 	live, err := ReadLive(p)
 	require.NoError(t, err)
-	assert.Equal(t, PhaseCoder, live.Phase)
+	assert.Equal(t, observability.PhaseCoder, live.Phase)
 	assert.Equal(t, 1, live.Round)
 	assert.Equal(t, 3, live.Turns)
 	assert.InDelta(t, 0.03, live.CostUSD, 1e-9)
@@ -74,16 +73,16 @@ func TestReadLiveSaysThePhaseTurnCostAndLastAction(t *testing.T) {
 // reviewer's.
 func TestReadLiveDuringAReview(t *testing.T) {
 	p := liveRun(t, "",
-		Event{Time: liveT0, Kind: EventPhase, Phase: PhaseCoder, Round: 1},
+		observability.Event{Time: liveT0, Kind: observability.EventPhase, Phase: observability.PhaseCoder, Round: 1},
 		coderTool(time.Second, 4, 0.05, "Write", `{"file_path":"a.go"}`),
-		Event{Time: liveT0.Add(2 * time.Second), Kind: EventSession, Role: observability.RoleCoder, RunCostUSD: 0.06},
-		Event{Time: liveT0.Add(3 * time.Second), Kind: EventPhase, Phase: PhaseReviewer, Round: 1, Seat: "all"},
-		Event{Time: liveT0.Add(4 * time.Second), Kind: EventAgent, Role: observability.RoleReviewer, RunCostUSD: 0.07,
-			Agent: &watcher.Progress{Kind: watcher.ProgressTool, Turns: 1, Tool: "read_file", Input: json.RawMessage(`{"path":"a.go"}`)}},
+		observability.Event{Time: liveT0.Add(2 * time.Second), Kind: observability.EventSession, Role: observability.RoleCoder, RunCostUSD: 0.06},
+		observability.Event{Time: liveT0.Add(3 * time.Second), Kind: observability.EventPhase, Phase: observability.PhaseReviewer, Round: 1, Seat: "all"},
+		observability.Event{Time: liveT0.Add(4 * time.Second), Kind: observability.EventAgent, Role: observability.RoleReviewer, RunCostUSD: 0.07,
+			Agent: &observability.Progress{Kind: observability.ProgressTool, Turns: 1, Tool: "read_file", Input: json.RawMessage(`{"path":"a.go"}`)}},
 	)
 	live, err := ReadLive(p)
 	require.NoError(t, err)
-	assert.Equal(t, PhaseReviewer, live.Phase)
+	assert.Equal(t, observability.PhaseReviewer, live.Phase)
 	assert.Equal(t, "all", live.Seat)
 	assert.Equal(t, 4, live.Turns)
 	assert.InDelta(t, 0.07, live.CostUSD, 1e-9)
@@ -95,7 +94,7 @@ func TestReadLiveDuringAReview(t *testing.T) {
 // line, and skips a line that is not an event.
 func TestReadLiveSkipsAPartialLastLineAndJunk(t *testing.T) {
 	p := liveRun(t, `{"time":"2026-01-01T09:00:09Z","kind":"agent","role":"coder","agent":{"kind":"tool","tool":"Ba`,
-		Event{Time: liveT0, Kind: EventPhase, Phase: PhaseFixing, Round: 2},
+		observability.Event{Time: liveT0, Kind: observability.EventPhase, Phase: observability.PhaseFixing, Round: 2},
 		coderTool(time.Second, 7, 0.2, "Bash", `{"command":"go test ./..."}`),
 	)
 	f, err := os.OpenFile(p.EventsPath(), os.O_RDWR, 0)
@@ -110,7 +109,7 @@ func TestReadLiveSkipsAPartialLastLineAndJunk(t *testing.T) {
 
 	live, err := ReadLive(p)
 	require.NoError(t, err)
-	assert.Equal(t, PhaseFixing, live.Phase)
+	assert.Equal(t, observability.PhaseFixing, live.Phase)
 	assert.Equal(t, 2, live.Round)
 	assert.Equal(t, "Bash", live.Tool)
 	assert.JSONEq(t, `{"command":"go test ./..."}`, string(live.Input))
@@ -121,8 +120,8 @@ func TestReadLiveSkipsAPartialLastLineAndJunk(t *testing.T) {
 // ReadLive reads further back rather than lose the last action; the many
 // events before it are not read at all.
 func TestReadLiveFindsALastActionBiggerThanItsWindow(t *testing.T) {
-	var events []Event
-	events = append(events, Event{Time: liveT0, Kind: EventPhase, Phase: PhaseCoder, Round: 1})
+	var events []observability.Event
+	events = append(events, observability.Event{Time: liveT0, Kind: observability.EventPhase, Phase: observability.PhaseCoder, Round: 1})
 	for i := range 2000 {
 		events = append(events, coderText(time.Second, i, 0.01, "thinking about it"))
 	}
@@ -130,7 +129,7 @@ func TestReadLiveFindsALastActionBiggerThanItsWindow(t *testing.T) {
 	input, err := json.Marshal(map[string]string{"file_path": "big.txt", "content": content})
 	require.NoError(t, err)
 	events = append(events, coderTool(2*time.Second, 2001, 0.5, "Write", string(input)),
-		Event{Time: liveT0.Add(3 * time.Second), Kind: EventCommit, Commit: &observability.Commit{SHA: "abc"}})
+		observability.Event{Time: liveT0.Add(3 * time.Second), Kind: observability.EventCommit, Commit: &observability.Commit{SHA: "abc"}})
 	p := liveRun(t, "", events...)
 	fi, err := os.Stat(p.EventsPath())
 	require.NoError(t, err)
@@ -140,7 +139,7 @@ func TestReadLiveFindsALastActionBiggerThanItsWindow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "Write", live.Tool)
 	assert.Equal(t, 2001, live.Turns)
-	assert.Equal(t, PhaseCoder, live.Phase)
+	assert.Equal(t, observability.PhaseCoder, live.Phase)
 	assert.InDelta(t, 0.5, live.CostUSD, 1e-9)
 }
 
@@ -151,25 +150,25 @@ func TestReadLiveOfARunThatHasNotStartedOrHasEnded(t *testing.T) {
 	assert.Equal(t, Live{}, live)
 
 	p = liveRun(t, "",
-		Event{Time: liveT0, Kind: EventPhase, Phase: PhaseCoder, Round: 1},
-		Event{Time: liveT0, Kind: EventPhase, Phase: PhaseFinish},
-		Event{Time: liveT0.Add(time.Second), Kind: EventFinished, Outcome: &Outcome{Status: observability.StatusSucceeded}},
+		observability.Event{Time: liveT0, Kind: observability.EventPhase, Phase: observability.PhaseCoder, Round: 1},
+		observability.Event{Time: liveT0, Kind: observability.EventPhase, Phase: observability.PhaseFinish},
+		observability.Event{Time: liveT0.Add(time.Second), Kind: observability.EventFinished, Outcome: &observability.Outcome{Status: observability.StatusSucceeded}},
 	)
 	live, err = ReadLive(p)
 	require.NoError(t, err)
 	assert.True(t, live.Finished)
-	assert.Equal(t, PhaseFinish, live.Phase)
+	assert.Equal(t, observability.PhaseFinish, live.Phase)
 	assert.Empty(t, live.Tool)
 
 	// Resumed: the finished event is not the stream's last any more.
-	appendLine(t, p, Event{Time: liveT0.Add(time.Minute), Kind: EventPhase, Phase: PhaseFixing, Round: 2})
+	appendLine(t, p, observability.Event{Time: liveT0.Add(time.Minute), Kind: observability.EventPhase, Phase: observability.PhaseFixing, Round: 2})
 	live, err = ReadLive(p)
 	require.NoError(t, err)
 	assert.False(t, live.Finished)
-	assert.Equal(t, PhaseFixing, live.Phase)
+	assert.Equal(t, observability.PhaseFixing, live.Phase)
 }
 
-func appendLine(t *testing.T, p runs.Paths, e Event) {
+func appendLine(t *testing.T, p runs.Paths, e observability.Event) {
 	t.Helper()
 	line, err := json.Marshal(e)
 	require.NoError(t, err)

@@ -207,20 +207,20 @@ func skipWords(why observability.SkipReason) string {
 // for the threads still open, within max_iterations.
 func (r *run) fixPR(ctx context.Context, threads []thread, skipped []observability.GitHubThread, head string) (observability.Verdict, error) {
 	h := r.gh
-	r.emit(Event{Kind: EventGitHub, GitHub: &GitHubStep{PullRequest: pullRequestOf(h.pr, head)}})
+	r.emit(observability.Event{Kind: observability.EventGitHub, GitHub: &observability.GitHubStep{PullRequest: pullRequestOf(h.pr, head)}})
 	for _, t := range skipped {
 		if t.Skipped == observability.SkipUntrusted {
-			r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("the review thread of %s on %s:%d was left alone: %s is not a trusted author (write, maintain or admin, or [github] trusted_authors)", t.Author, t.Path, t.Line, t.Author)})
+			r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("the review thread of %s on %s:%d was left alone: %s is not a trusted author (write, maintain or admin, or [github] trusted_authors)", t.Author, t.Path, t.Line, t.Author)})
 		}
 		left := t
 		e := h.update(left.CommentID, func(e *observability.GitHubThread) { *e = left })
-		r.emit(Event{Kind: EventGitHub, GitHub: &GitHubStep{Thread: &e}})
+		r.emit(observability.Event{Kind: observability.EventGitHub, GitHub: &observability.GitHubStep{Thread: &e}})
 	}
 	for _, t := range threads {
 		e := h.update(t.Root().ID, func(e *observability.GitHubThread) {
 			e.ID, e.Author, e.Path, e.Line, e.FindingID = t.ID, t.Author(), t.Path, t.Line, t.finding.ID
 		})
-		r.emit(Event{Kind: EventGitHub, GitHub: &GitHubStep{Thread: &e}})
+		r.emit(observability.Event{Kind: observability.EventGitHub, GitHub: &observability.GitHubStep{Thread: &e}})
 	}
 	verify := h.cfg.VerifyFixes
 	maxRounds := max(r.opts.Config.Team.MaxIterations, 1)
@@ -247,7 +247,7 @@ func (r *run) fixPR(ctx context.Context, threads []thread, skipped []observabili
 		if err != nil {
 			return observability.VerdictNone, githubError(err, "pushed the fix to the pull request's branch")
 		}
-		r.emit(Event{Kind: EventGitHub, Round: round, GitHub: &GitHubStep{Pushed: sha}, Text: fmt.Sprintf("pushed %s to %s", shortSHA(sha), h.pushTo)})
+		r.emit(observability.Event{Kind: observability.EventGitHub, Round: round, GitHub: &observability.GitHubStep{Pushed: sha}, Text: fmt.Sprintf("pushed %s to %s", shortSHA(sha), h.pushTo)})
 		said := map[string]prompts.Attribution{}
 		for _, a := range prompts.Attribute(reply.Text, findings) {
 			said[a.FindingID] = a
@@ -336,9 +336,9 @@ func (r *run) resolvePersons(ctx context.Context, round int, t thread, sha, why 
 		done.Explanation += "; this token cannot resolve review threads"
 	} else {
 		e := h.update(t.Root().ID, func(e *observability.GitHubThread) { e.State = observability.ThreadResolved })
-		r.emit(Event{Kind: EventGitHub, Round: round, GitHub: &GitHubStep{Thread: &e}})
+		r.emit(observability.Event{Kind: observability.EventGitHub, Round: round, GitHub: &observability.GitHubStep{Thread: &e}})
 	}
-	r.emit(Event{Kind: EventGitHub, Round: round, GitHub: &GitHubStep{Resolved: &done}})
+	r.emit(observability.Event{Kind: observability.EventGitHub, Round: round, GitHub: &observability.GitHubStep{Resolved: &done}})
 	return nil
 }
 
@@ -380,7 +380,7 @@ func (r *run) checkFix(ctx context.Context, round int, check []thread, said map[
 	verifier, _ := r.pre.seats.reviewer("")
 	fb := observability.ReviewFeedback{Iteration: round, Reviewer: verifier.llm(), Domain: "all", RawResponse: ans.raw, Commit: sha,
 		DiffBytes: len(diff), PromptBytes: len(prompt), FullPromptBytes: len(prompt), Fresh: true, Tokens: ans.tokens, ParseError: ans.parseError}
-	report := team.Round{Number: round}
+	report := observability.Round{Number: round}
 	for _, t := range check {
 		if a, ok := said[t.finding.ID]; ok && a.Action != "" {
 			report.CoderReplies = append(report.CoderReplies, observability.CoderReply{Iteration: round, FindingID: t.finding.ID, Action: a.Action, Reason: a.Words})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/runners"
@@ -59,10 +60,10 @@ func (r *run) waitForQuota(ctx context.Context, who string, turn func() (team.Re
 		}
 		wait := time.Until(se.ResetAt) + time.Second
 		if wait > left {
-			r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("%s's usage limit resets in %s, later than wait_for_quota allows (%s left): the run stops here", who, wait.Round(time.Second), left.Round(time.Second))})
+			r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("%s's usage limit resets in %s, later than wait_for_quota allows (%s left): the run stops here", who, wait.Round(time.Second), left.Round(time.Second))})
 			return reply, err
 		}
-		r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("%s reached its usage limit; waiting %s for it to reset at %s (wait_for_quota)", who, wait.Round(time.Second), se.ResetAt.UTC().Format("15:04:05 UTC"))})
+		r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("%s reached its usage limit; waiting %s for it to reset at %s (wait_for_quota)", who, wait.Round(time.Second), se.ResetAt.UTC().Format("15:04:05 UTC"))})
 		timer := time.NewTimer(max(wait, 0))
 		select {
 		case <-ctx.Done():
@@ -71,7 +72,7 @@ func (r *run) waitForQuota(ctx context.Context, who string, turn func() (team.Re
 		case <-timer.C:
 		}
 		left -= wait
-		r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("%s's usage limit has reset; going on", who)})
+		r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("%s's usage limit has reset; going on", who)})
 		next(reply)
 	}
 }

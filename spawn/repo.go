@@ -216,8 +216,8 @@ func (r *Repo) finishAbandoned(ctx context.Context, run *runs.Run, rec *observab
 	if err := observability.WriteFile(run.RecordPath(), rec, red); err != nil {
 		return nil, errorf(KindInternal, err, "cannot repair run %s: %v", id, err)
 	}
-	if err := appendEvent(run.EventsPath(), red, Event{Kind: EventFinished, Run: id, Time: now().UTC(),
-		Outcome: &Outcome{Status: rec.Status, Verdict: rec.Verdict, ExitCode: rec.ExitCode, Error: rec.Error}}); err != nil {
+	if err := appendEvent(run.EventsPath(), red, observability.Event{Kind: observability.EventFinished, Run: id, Time: now().UTC(),
+		Outcome: &observability.Outcome{Status: rec.Status, Verdict: rec.Verdict, ExitCode: rec.ExitCode, Error: rec.Error}}); err != nil {
 		return nil, errorf(KindInternal, err, "cannot repair run %s: %v", id, err)
 	}
 	return rp, nil

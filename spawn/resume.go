@@ -170,14 +170,14 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 		return nil, team.Progress{}, errors.Join(errorf(KindInternal, err, "cannot write the event log: %v", err), conf.close())
 	}
 	r.events = &stream{run: dir.ID, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}
-	r.emit(Event{Kind: EventResumed, Resume: &observability.Resume{At: opts.Now().UTC(), FromStatus: rec.Status, FromVerdict: rec.Verdict,
+	r.emit(observability.Event{Kind: observability.EventResumed, Resume: &observability.Resume{At: opts.Now().UTC(), FromStatus: rec.Status, FromVerdict: rec.Verdict,
 		FromExitCode: rec.ExitCode, FromError: rec.Error, FromDurationMS: rec.DurationMS, Round: max(from.Reviewed+1, from.Coded)}})
 	for _, n := range opts.Notes {
-		r.emit(Event{Kind: EventWarning, Text: n})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: n})
 	}
-	r.emit(Event{Kind: EventPhase, Phase: PhaseSandbox, Text: sb.Path})
+	r.emit(observability.Event{Kind: observability.EventPhase, Phase: observability.PhaseSandbox, Text: sb.Path})
 	if !conf.report.Mode.Confines() {
-		r.emit(Event{Kind: EventWarning, Text: noSandboxWarning(conf.report)})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: noSandboxWarning(conf.report)})
 	}
 	return r, from, nil
 }

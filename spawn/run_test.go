@@ -61,7 +61,7 @@ func runSolo(t *testing.T, sc modelserver.Scenario, task string, tweak func(*con
 
 // runSoloWith is runSolo with a sink that also sees every event: a test
 // can act in the middle of a run (delete the worktree, fill the disk).
-func runSoloWith(t *testing.T, sc modelserver.Scenario, task string, tweak func(*config.Config), sink func(*soloRun, Event), extraEnv ...string) *soloRun {
+func runSoloWith(t *testing.T, sc modelserver.Scenario, task string, tweak func(*config.Config), sink func(*soloRun, observability.Event), extraEnv ...string) *soloRun {
 	t.Helper()
 	claude := testenv.Claude(t)
 	srv := testenv.ModelServer(t, sc)
@@ -80,7 +80,7 @@ func runSoloWith(t *testing.T, sc modelserver.Scenario, task string, tweak func(
 	defer cancel()
 	env := testenv.Env(t, append(srv.ClaudeEnv(), extraEnv...)...)
 	keep := notes(&r.notes)
-	r.rec, r.err = Run(ctx, Options{Task: task, RepoDir: r.repo, Config: cfg, Env: env}, SinkFunc(func(e Event) {
+	r.rec, r.err = Run(ctx, Options{Task: task, RepoDir: r.repo, Config: cfg, Env: env}, SinkFunc(func(e observability.Event) {
 		keep.Event(e)
 		if sink != nil {
 			sink(r, e)
@@ -265,8 +265,8 @@ func TestSecretsNeverReachWhatSpawnWrites(t *testing.T) {
 
 // notes is a Sink that keeps the text of every note.
 func notes(into *[]string) Sink {
-	return SinkFunc(func(e Event) {
-		if e.Kind == EventNote {
+	return SinkFunc(func(e observability.Event) {
+		if e.Kind == observability.EventNote {
 			*into = append(*into, e.Text)
 		}
 	})
@@ -316,8 +316,8 @@ func TestBadInputCreatesNothing(t *testing.T) {
 			if tt.name == "missing CLI" {
 				opts.Config.Runners.Edit("claude", func(s *runners.Settings) { s.Command = "no-such-claude" })
 			}
-			var events []Event
-			rec, err := Run(ctx, opts, SinkFunc(func(e Event) { events = append(events, e) }))
+			var events []observability.Event
+			rec, err := Run(ctx, opts, SinkFunc(func(e observability.Event) { events = append(events, e) }))
 			require.Error(t, err)
 			assert.Empty(t, events, "no run started")
 			assert.Empty(t, rec.ID, "no run exists")

@@ -303,28 +303,28 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	r.events = &stream{run: id, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}
 	if r.gh = pre.gh; r.gh != nil {
 		r.gh.mu.Lock()
-		r.gh.narrate = func(text string) { r.emit(Event{Kind: EventNote, Text: text}) }
+		r.gh.narrate = func(text string) { r.emit(observability.Event{Kind: observability.EventNote, Text: text}) }
 		r.gh.mu.Unlock()
 	}
 	snapshot := *rec
-	r.emit(Event{Kind: EventStarted, Record: &snapshot})
+	r.emit(observability.Event{Kind: observability.EventStarted, Record: &snapshot})
 	for _, n := range opts.Notes {
-		r.emit(Event{Kind: EventWarning, Text: n})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: n})
 	}
-	r.emit(Event{Kind: EventPhase, Phase: PhaseSandbox, Text: sb.Path})
+	r.emit(observability.Event{Kind: observability.EventPhase, Phase: observability.PhaseSandbox, Text: sb.Path})
 	if dirty, err := pre.plan.Dirty(); err != nil {
-		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot tell whether %s has uncommitted changes: %v", pre.plan.Repo.Dir, err)})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("cannot tell whether %s has uncommitted changes: %v", pre.plan.Repo.Dir, err)})
 	} else if dirty {
-		r.emit(Event{Kind: EventNote, Text: dirtyNote(ctx, pre.plan.Repo, shortSHA(sb.Base))})
+		r.emit(observability.Event{Kind: observability.EventNote, Text: dirtyNote(ctx, pre.plan.Repo, shortSHA(sb.Base))})
 	}
 	r.initSubmodules(ctx)
 	if !conf.report.Mode.Confines() {
-		r.emit(Event{Kind: EventWarning, Text: noSandboxWarning(conf.report)})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: noSandboxWarning(conf.report)})
 	}
 	return r, nil
 }
 
-func (r *run) emit(e Event) { r.events.emit(e) }
+func (r *run) emit(e observability.Event) { r.events.emit(e) }
 
 // noSandboxWarning is the loud warning of a run whose agents run without
 // a sandbox.
@@ -340,10 +340,10 @@ func noSandboxWarning(report isolation.Report) string {
 func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr error) (*observability.Record, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	r.emit(Event{Kind: EventPhase, Phase: PhaseFinish})
+	r.emit(observability.Event{Kind: observability.EventPhase, Phase: observability.PhaseFinish})
 	r.recordMessages(r.pre.seats.coder)
 	if pending, err := r.dir.Inbox().Pending(); err == nil && len(pending) > 0 {
-		r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("%s sent with spawn send reached no coder turn: the run ended first; `spawn resume %s` hands them to the coder",
+		r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("%s sent with spawn send reached no coder turn: the run ended first; `spawn resume %s` hands them to the coder",
 			plural(len(pending), "message"), r.rec.ID)})
 	}
 	errs := []error{runErr, r.commitLeftovers(ctx, r.lastRound())}
@@ -372,11 +372,11 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	default:
 		status = observability.StatusFailed
 	}
-	outcome := &Outcome{Status: status, Verdict: verdict, ExitCode: ExitCode(err, verdict)}
+	outcome := &observability.Outcome{Status: status, Verdict: verdict, ExitCode: ExitCode(err, verdict)}
 	if err != nil {
 		outcome.Error = errorRecord(err, r.red)
 	}
-	r.emit(Event{Kind: EventFinished, Outcome: outcome})
+	r.emit(observability.Event{Kind: observability.EventFinished, Outcome: outcome})
 	if recErr == nil {
 		recErr = r.recordError() // the final write
 	} else {
@@ -396,10 +396,10 @@ func (r *run) pushLeftovers(ctx context.Context) {
 	}
 	sha, err := r.gh.push(ctx, r.sb.Repo, r.sb.Branch, r.sb.Base)
 	if err != nil {
-		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot push the last of the work to the pull request (it is on %s): %v", r.sb.Branch, err)})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("cannot push the last of the work to the pull request (it is on %s): %v", r.sb.Branch, err)})
 		return
 	}
-	r.emit(Event{Kind: EventGitHub, GitHub: &GitHubStep{Pushed: sha}})
+	r.emit(observability.Event{Kind: observability.EventGitHub, GitHub: &observability.GitHubStep{Pushed: sha}})
 }
 
 // wrap makes err an internal *Error with the message msg; nil stays nil.
@@ -448,11 +448,11 @@ func (r *run) commitLeftovers(ctx context.Context, round int) error {
 	r.mu.Unlock()
 	for _, c := range saved.Own {
 		if !known[c.SHA] && c.SHA != saved.Committed {
-			r.emit(Event{Kind: EventCommit, Round: round, Commit: &observability.Commit{SHA: c.SHA, Message: c.Subject, Iteration: round, LLM: cli.llm()}})
+			r.emit(observability.Event{Kind: observability.EventCommit, Round: round, Commit: &observability.Commit{SHA: c.SHA, Message: c.Subject, Iteration: round, LLM: cli.llm()}})
 		}
 	}
 	if saved.Committed != "" && saved.Published == saved.Committed {
-		r.emit(Event{Kind: EventCommit, Round: round, Commit: &observability.Commit{SHA: saved.Committed, Message: r.red.String(subject), Iteration: round, LLM: observability.LLMSpawn}})
+		r.emit(observability.Event{Kind: observability.EventCommit, Round: round, Commit: &observability.Commit{SHA: saved.Committed, Message: r.red.String(subject), Iteration: round, LLM: observability.LLMSpawn}})
 	}
 	if err != nil {
 		if errors.Is(err, sandbox.ErrGone) {

@@ -3,6 +3,7 @@ package spawn
 import (
 	"context"
 	"fmt"
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"strings"
 )
 
@@ -13,7 +14,7 @@ import (
 func (r *run) initSubmodules(ctx context.Context) {
 	subs, err := r.sb.InitSubmodules(ctx)
 	if err != nil {
-		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot initialise the submodules in the sandbox (%v); they are empty folders there", err)})
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("cannot initialise the submodules in the sandbox (%v); they are empty folders there", err)})
 	}
 	var missing []string
 	for _, s := range subs {
@@ -22,7 +23,7 @@ func (r *run) initSubmodules(ctx context.Context) {
 		}
 	}
 	if len(missing) > 0 {
-		r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("the submodules %s are not initialised in your checkout (or lack the recorded commit), so they are empty folders in the sandbox; run `git submodule update --init` to give the next run their files", strings.Join(missing, ", "))})
+		r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("the submodules %s are not initialised in your checkout (or lack the recorded commit), so they are empty folders in the sandbox; run `git submodule update --init` to give the next run their files", strings.Join(missing, ", "))})
 	}
 }
 
@@ -39,7 +40,7 @@ func (r *run) noteLeftovers(left []string) {
 		r.warned[l] = true
 		r.mu.Unlock()
 		if !seen {
-			r.emit(Event{Kind: EventNote, Text: l})
+			r.emit(observability.Event{Kind: observability.EventNote, Text: l})
 		}
 	}
 }

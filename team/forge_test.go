@@ -41,7 +41,7 @@ func (f *forgeRun) BeforeReview(_ context.Context, round int, head string) error
 	return f.log(fmt.Sprintf("BeforeReview %d %s", round, head))
 }
 
-func (f *forgeRun) AfterReview(_ context.Context, r Round) error {
+func (f *forgeRun) AfterReview(_ context.Context, r observability.Round) error {
 	return f.log(fmt.Sprintf("AfterReview %d", r.Number))
 }
 

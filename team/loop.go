@@ -389,7 +389,7 @@ func (l *loop) turn(ctx context.Context, round int, s *seat, prompt string, toke
 // did not repeat (the reviewer reviewed the fix and approved with nothing
 // open; a real model forgets optional keys), and the record lists them in
 // resolved_by_approval; a request_changes leaves them open.
-func (l *loop) apply(round int, answers []answer, diffBytes int, delta bool) Round {
+func (l *loop) apply(round int, answers []answer, diffBytes int, delta bool) observability.Round {
 	var entries []observability.ReviewFeedback
 	for _, a := range answers {
 		entry := observability.ReviewFeedback{
@@ -442,7 +442,7 @@ func (l *loop) apply(round int, answers []answer, diffBytes int, delta bool) Rou
 		}
 		entries = append(entries, entry)
 	}
-	r := Round{Number: round, Feedback: entries}
+	r := observability.Round{Number: round, Feedback: entries}
 	for _, id := range l.order {
 		t := l.findings[id]
 		r.Findings = append(r.Findings, toRecord(t))

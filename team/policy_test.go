@@ -42,7 +42,7 @@ type fakeRun struct {
 	coderResumes  []string
 	reviewPrompts map[string][]string
 	reviewResumes map[string][]string
-	rounds        []Round
+	rounds        []observability.Round
 }
 
 func newFake(t *testing.T, answers map[string][]string) *fakeRun {
@@ -103,7 +103,7 @@ func (f *fakeRun) Diff(_ context.Context, from, to string) (string, error) {
 	return d, nil
 }
 
-func (f *fakeRun) Reviewed(r Round) { f.rounds = append(f.rounds, r) }
+func (f *fakeRun) Reviewed(r observability.Round) { f.rounds = append(f.rounds, r) }
 
 // say is a reviewer's JSON answer.
 func say(verdict string, resolved []string, findings ...prompts.Finding) string {
@@ -141,7 +141,7 @@ func drive(t *testing.T, p Policy, f *fakeRun) (observability.Verdict, error) {
 	return Drive(context.Background(), p, "fix Add", "sha0", f)
 }
 
-func statuses(r Round) map[string]observability.FindingStatus {
+func statuses(r observability.Round) map[string]observability.FindingStatus {
 	m := map[string]observability.FindingStatus{}
 	for _, f := range r.Findings {
 		m[f.ID] = f.Status

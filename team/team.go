@@ -42,7 +42,7 @@ type Run interface {
 	Diff(ctx context.Context, from, to string) (string, error)
 	// Reviewed reports a finished review round. It may be called from the
 	// goroutine that runs the loop only.
-	Reviewed(r Round)
+	Reviewed(r observability.Round)
 }
 
 // Forge is where a github-mode run is published besides its sandbox: a
@@ -63,7 +63,7 @@ type Forge interface {
 	// AfterReview: post round r's reviews, one per seat; close the
 	// threads of the findings it confirmed resolved and answer those still
 	// open.
-	AfterReview(ctx context.Context, r Round) error
+	AfterReview(ctx context.Context, r observability.Round) error
 	// AfterLoop: the loop ended with verdict (after the AfterReview of
 	// its last round).
 	AfterLoop(ctx context.Context, verdict observability.Verdict) error
@@ -98,25 +98,6 @@ type Reply struct {
 	Tests string
 	// Tokens are the tokens the agent CLI reported for the turn.
 	Tokens observability.Tokens
-}
-
-// Round is a finished review round as the record keeps it.
-type Round struct {
-	Number int
-	// Feedback holds one entry per reviewer seat.
-	Feedback []observability.ReviewFeedback
-	// Findings is every finding seen so far, with its current status.
-	Findings []observability.Finding
-	// Security is every finding about security seen so far.
-	Security []observability.SecurityFinding
-	// CoderReplies are the coder's replies, in the fix turn before this
-	// round, to the findings it was asked to fix (Iteration is that coder
-	// turn: Number). Empty in round 1 and when the coder followed no
-	// contract.
-	CoderReplies []observability.CoderReply
-	// Note explains the round's outcome when it ended the loop without an
-	// approval ("the fix turn changed nothing"); "" otherwise.
-	Note string
 }
 
 // Policy is the loop's configuration.

@@ -2,6 +2,7 @@ package watcher
 
 import (
 	"encoding/json"
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,7 +13,7 @@ import (
 func TestAReviewersCostIsEstimatedFromItsReportedTokens(t *testing.T) {
 	// gemini reports tokens in its result and no price, and no usage on the way.
 	s := &Session{}
-	tr := newTracker(s, Policy{}, map[string]bool{}, func(Progress) {})
+	tr := newTracker(s, Policy{}, map[string]bool{}, func(observability.Progress) {})
 	tr.observe(runners.Event{Kind: runners.KindInit, Init: &runners.Init{Model: "gemini-2.5-pro"}})
 	tr.observe(runners.Event{Kind: runners.KindText, Text: "{...}"})
 	assert.Zero(t, s.CostUSD)
@@ -24,7 +25,7 @@ func TestAReviewersCostIsEstimatedFromItsReportedTokens(t *testing.T) {
 // output, made when the process finishes.
 func TestTheCodersLastTestRunIsKept(t *testing.T) {
 	s := &Session{}
-	tr := newTracker(s, Policy{}, map[string]bool{}, func(Progress) {})
+	tr := newTracker(s, Policy{}, map[string]bool{}, func(observability.Progress) {})
 	bash := func(id, cmd string) {
 		in, _ := json.Marshal(map[string]string{"command": cmd})
 		tr.observe(runners.Event{Kind: runners.KindToolUse, ToolUse: &runners.ToolUse{ID: id, Name: "Bash", Input: in, Kind: runners.ToolShell}})

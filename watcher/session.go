@@ -2,7 +2,6 @@ package watcher
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -48,41 +47,6 @@ type Policy struct {
 // DefaultAnswer is what an unattended agent is told when it asks a question.
 const DefaultAnswer = "No one can answer: you are running unattended. Make the most reasonable choice, say which one you made, and finish the task."
 
-// ProgressKind names a Progress event.
-type ProgressKind string
-
-// The progress events Supervise reports, as they happen.
-const (
-	ProgressStarted     ProgressKind = "started"      // a process started (Detail: argv[0], Resume in Session)
-	ProgressText        ProgressKind = "text"         // the model said something (Detail)
-	ProgressTool        ProgressKind = "tool"         // the model called a tool (Tool, Input)
-	ProgressFileChanged ProgressKind = "file_changed" // a file tool succeeded (Detail: the path)
-	ProgressDenial      ProgressKind = "denial"       // a tool call was refused (Tool, Input; Rule if escalatable)
-	ProgressEscalation  ProgressKind = "escalation"   // a permission was granted (Tool, Rule)
-	ProgressQuestion    ProgressKind = "question"     // the agent asked (Detail, Confidence)
-	ProgressAnswer      ProgressKind = "answer"       // spawn answered (Detail)
-	ProgressRetry       ProgressKind = "retry"        // the CLI retries the model API (Detail)
-	ProgressBudget      ProgressKind = "budget"       // a budget was hit (Detail: max_turns or max_cost_usd)
-	ProgressLimit       ProgressKind = "limit"        // spawn's own limit stopped escalating or answering (Detail)
-	ProgressFinished    ProgressKind = "finished"     // a process ended (Detail: its stop reason or "exited")
-)
-
-// Progress is one thing that happened during a session, with the running
-// totals at that moment.
-type Progress struct {
-	Kind       ProgressKind    `json:"kind"`
-	Elapsed    time.Duration   `json:"elapsed_ns"`
-	Turns      int             `json:"turns"`
-	CostUSD    float64         `json:"cost_usd"`
-	Files      int             `json:"files"`   // distinct files changed so far
-	Process    int             `json:"process"` // 1-based index of the process in the session
-	Tool       string          `json:"tool,omitempty"`
-	Input      json.RawMessage `json:"input,omitempty"`
-	Rule       string          `json:"rule,omitempty"`
-	Detail     string          `json:"detail,omitempty"`
-	Confidence float64         `json:"confidence,omitempty"`
-}
-
 // Hooks connect a session to its caller.
 type Hooks struct {
 	// Env is the environment the agent inherits.
@@ -98,7 +62,7 @@ type Hooks struct {
 	// OnProcess is called after each process with its outcome.
 	OnProcess func(n int, out Outcome)
 	// OnProgress sees every progress event.
-	OnProgress func(Progress)
+	OnProgress func(observability.Progress)
 	// OnEvent sees every raw agent event.
 	OnEvent func(runners.Event)
 }
@@ -146,7 +110,7 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 		deadline = start.Add(p.TotalTimeout)
 	}
 	files := map[string]bool{}
-	emit := func(pr Progress) {
+	emit := func(pr observability.Progress) {
 		pr.Elapsed, pr.Turns, pr.CostUSD, pr.Files, pr.Process = time.Since(start), s.Turns, s.CostUSD, len(files), len(s.Processes)+1
 		if hooks.OnProgress != nil {
 			hooks.OnProgress(pr)
@@ -176,7 +140,7 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 			}
 			return tr.observe(ev)
 		}
-		emit(Progress{Kind: ProgressStarted, Detail: turn.Resume})
+		emit(observability.Progress{Kind: observability.ProgressStarted, Detail: turn.Resume})
 		out, err := Run(ctx, agent, turn, opts)
 		if err != nil {
 			return s, err
@@ -197,14 +161,14 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 		if finished == "" {
 			finished = "exited"
 		}
-		emit(Progress{Kind: ProgressFinished, Detail: finished})
+		emit(observability.Progress{Kind: observability.ProgressFinished, Detail: finished})
 		if out.Stopped == StopMaxTurns || out.Stopped == StopMaxCost {
-			emit(Progress{Kind: ProgressBudget, Detail: string(out.Stopped)})
+			emit(observability.Progress{Kind: observability.ProgressBudget, Detail: string(out.Stopped)})
 		}
 		if out.Stopped != "" || out.Result == nil || out.Result.IsError || s.SessionID == "" {
 			if out.Result != nil && out.Result.Subtype == "error_max_turns" {
 				s.Stopped = StopMaxTurns
-				emit(Progress{Kind: ProgressBudget, Detail: string(StopMaxTurns)})
+				emit(observability.Progress{Kind: observability.ProgressBudget, Detail: string(StopMaxTurns)})
 			}
 			return s, nil
 		}
@@ -213,7 +177,7 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 		var granted []Rule
 		for _, d := range tr.denials(out.Result) {
 			rules, ok := Grant(p.Escalatable, d.Tool, d.Input)
-			pr := Progress{Kind: ProgressDenial, Tool: d.Tool, Input: d.Input}
+			pr := observability.Progress{Kind: observability.ProgressDenial, Tool: d.Tool, Input: d.Input}
 			if ok {
 				pr.Rule = joinRules(rules)
 			}
@@ -229,13 +193,13 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 		}
 		if len(granted) > 0 {
 			if s.Escalations >= p.MaxEscalations {
-				emit(Progress{Kind: ProgressLimit, Detail: fmt.Sprintf("max_escalations (%d) reached; %s not granted", p.MaxEscalations, joinRules(granted))})
+				emit(observability.Progress{Kind: observability.ProgressLimit, Detail: fmt.Sprintf("max_escalations (%d) reached; %s not granted", p.MaxEscalations, joinRules(granted))})
 			} else {
 				s.Escalations++
 				for _, r := range granted {
 					allow = append(allow, r.Raw)
 					s.Granted = append(s.Granted, r.Raw)
-					emit(Progress{Kind: ProgressEscalation, Tool: r.Tool, Rule: r.Raw})
+					emit(observability.Progress{Kind: observability.ProgressEscalation, Tool: r.Tool, Rule: r.Raw})
 				}
 				turn = runners.Turn{Prompt: escalationPrompt(granted), Dir: turn.Dir, Resume: s.SessionID}
 				continue
@@ -250,9 +214,9 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 		if q == "" || conf < p.MinConfidence {
 			return s, nil
 		}
-		emit(Progress{Kind: ProgressQuestion, Detail: q, Confidence: conf})
+		emit(observability.Progress{Kind: observability.ProgressQuestion, Detail: q, Confidence: conf})
 		if s.Answers >= p.MaxAutoAnswers {
-			emit(Progress{Kind: ProgressLimit, Detail: fmt.Sprintf("max_auto_answers (%d) reached; the question is left unanswered", p.MaxAutoAnswers)})
+			emit(observability.Progress{Kind: observability.ProgressLimit, Detail: fmt.Sprintf("max_auto_answers (%d) reached; the question is left unanswered", p.MaxAutoAnswers)})
 			return s, nil
 		}
 		answer := p.Answer
@@ -260,7 +224,7 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 			answer = DefaultAnswer
 		}
 		s.Answers++
-		emit(Progress{Kind: ProgressAnswer, Detail: answer})
+		emit(observability.Progress{Kind: observability.ProgressAnswer, Detail: answer})
 		turn = runners.Turn{Prompt: answer, Dir: turn.Dir, Resume: s.SessionID}
 	}
 }
@@ -302,7 +266,7 @@ type tracker struct {
 	s        *Session
 	p        Policy
 	files    map[string]bool
-	emit     func(Progress)
+	emit     func(observability.Progress)
 	model    string
 	lastMsg  string
 	inTurn   bool
@@ -316,7 +280,7 @@ type tracker struct {
 
 type testRun struct{ cmd, out string }
 
-func newTracker(s *Session, p Policy, files map[string]bool, emit func(Progress)) *tracker {
+func newTracker(s *Session, p Policy, files map[string]bool, emit func(observability.Progress)) *tracker {
 	return &tracker{s: s, p: p, files: files, emit: emit, costBase: s.CostUSD, tools: map[string]*runners.ToolUse{}}
 }
 
@@ -339,10 +303,10 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 		}
 		t.lastMsg, t.inTurn = ev.Message, true
 		if ev.Kind == runners.KindText {
-			t.emit(Progress{Kind: ProgressText, Detail: ev.Text})
+			t.emit(observability.Progress{Kind: observability.ProgressText, Detail: ev.Text})
 		} else {
 			t.tools[ev.ToolUse.ID] = ev.ToolUse
-			t.emit(Progress{Kind: ProgressTool, Tool: ev.ToolUse.Name, Input: ev.ToolUse.Input})
+			t.emit(observability.Progress{Kind: observability.ProgressTool, Tool: ev.ToolUse.Name, Input: ev.ToolUse.Input})
 		}
 	case runners.KindToolResult:
 		t.inTurn = false
@@ -365,7 +329,7 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 				if path = filepath.Clean(path); !t.files[path] {
 					t.files[path] = true
 					t.s.Files = append(t.s.Files, path)
-					t.emit(Progress{Kind: ProgressFileChanged, Detail: path})
+					t.emit(observability.Progress{Kind: observability.ProgressFileChanged, Detail: path})
 				}
 			}
 		}
@@ -374,7 +338,7 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 		if ev.Retry.ErrorStatus == 0 { // no HTTP answer at all
 			what = "model API not reached"
 		}
-		t.emit(Progress{Kind: ProgressRetry, Detail: fmt.Sprintf("%s, attempt %d of %d", what, ev.Retry.Attempt, ev.Retry.MaxRetries)})
+		t.emit(observability.Progress{Kind: observability.ProgressRetry, Detail: fmt.Sprintf("%s, attempt %d of %d", what, ev.Retry.Attempt, ev.Retry.MaxRetries)})
 	case runners.KindResult:
 		t.finish(ev.Result)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
-	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
 var lifecycleT0 = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
@@ -89,7 +88,7 @@ func TestLastActionReadsAsTheRepositorysOwnPaths(t *testing.T) {
 func TestShowOfALiveRunSaysWhatItIsDoing(t *testing.T) {
 	rec := observability.New("20261123-090000-aaaa", "add a /healthz endpoint", observability.ModePingpong, lifecycleT0)
 	rec.Branch, rec.SandboxPath = "spawn/a", "/r/.spawn/worktrees/20261123-090000-aaaa"
-	l := spawn.Live{Phase: spawn.PhaseFixing, Round: 2, Turns: 7, CostUSD: 0.25, Role: observability.RoleCoder, Tool: "Bash",
+	l := spawn.Live{Phase: observability.PhaseFixing, Round: 2, Turns: 7, CostUSD: 0.25, Role: observability.RoleCoder, Tool: "Bash",
 		Input: json.RawMessage(`{"command":"go test ./..."}`)}
 	got := liveSummary(rec, l, lifecycleT0.Add(90*time.Second))
 	assert.Regexp(t, `^spawn 20261123-090000-aaaa: running since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n  now:       fixing, round 2, coder turn 7, 1m30s elapsed; last: Bash go test \./\.\.\. \(coder\)\n`, got)
@@ -102,7 +101,7 @@ func TestShowOfALiveRunSaysWhatItIsDoing(t *testing.T) {
 
 // liveRegistryRun is a run this test holds live (its lock taken, its
 // record running) in a new repository, with events already in its log.
-func liveRegistryRun(t *testing.T, events ...spawn.Event) (repo string, run *runs.Run) {
+func liveRegistryRun(t *testing.T, events ...observability.Event) (repo string, run *runs.Run) {
 	t.Helper()
 	repo = testenv.Repo(t)
 	reg := runs.Open(filepath.Join(repo, ".spawn"))
@@ -115,7 +114,7 @@ func liveRegistryRun(t *testing.T, events ...spawn.Event) (repo string, run *run
 	return repo, run
 }
 
-func appendEvents(t *testing.T, p runs.Paths, events ...spawn.Event) {
+func appendEvents(t *testing.T, p runs.Paths, events ...observability.Event) {
 	t.Helper()
 	var b []byte
 	for _, e := range events {
@@ -172,16 +171,16 @@ func awaitOutput(t *testing.T, out *syncBuffer, want string) {
 		"the output never held %q; it is:\n%s", want, out.String())
 }
 
-func toolEvent(tool, path string) spawn.Event {
-	return spawn.Event{Time: time.Now(), Kind: spawn.EventAgent, Role: observability.RoleCoder,
-		Agent: &watcher.Progress{Kind: watcher.ProgressTool, Tool: tool, Input: json.RawMessage(`{"file_path":"` + path + `"}`)}}
+func toolEvent(tool, path string) observability.Event {
+	return observability.Event{Time: time.Now(), Kind: observability.EventAgent, Role: observability.RoleCoder,
+		Agent: &observability.Progress{Kind: observability.ProgressTool, Tool: tool, Input: json.RawMessage(`{"file_path":"` + path + `"}`)}}
 }
 
 // spawn logs -f prints what a live run does as it writes it, a line
 // arriving in two writes included, and returns when the run finishes.
 func TestLogsFollowsALiveRunUntilItFinishes(t *testing.T) {
 	repo, run := liveRegistryRun(t,
-		spawn.Event{Kind: spawn.EventPhase, Phase: spawn.PhaseSandbox, Text: "/sb"},
+		observability.Event{Kind: observability.EventPhase, Phase: observability.PhaseSandbox, Text: "/sb"},
 		toolEvent("Read", "/sb/a.go"))
 	var out, errw syncBuffer
 	done := followLogs(context.Background(), t, repo, &out, &errw)
@@ -199,8 +198,8 @@ func TestLogsFollowsALiveRunUntilItFinishes(t *testing.T) {
 	}
 
 	appendEvents(t, run.Paths,
-		spawn.Event{Kind: spawn.EventCommit, Commit: &observability.Commit{SHA: "0123456789abcdef", Message: "spawn: add it\n\nbody"}},
-		spawn.Event{Kind: spawn.EventFinished, Outcome: &spawn.Outcome{Status: observability.StatusSucceeded, Verdict: observability.VerdictNone}})
+		observability.Event{Kind: observability.EventCommit, Commit: &observability.Commit{SHA: "0123456789abcdef", Message: "spawn: add it\n\nbody"}},
+		observability.Event{Kind: observability.EventFinished, Outcome: &observability.Outcome{Status: observability.StatusSucceeded, Verdict: observability.VerdictNone}})
 	select {
 	case err := <-done:
 		require.NoError(t, err)
@@ -260,10 +259,10 @@ func TestLogsSkipsALineThatIsNotAnEvent(t *testing.T) {
 // spawn ps describes a live run from the end of its event stream.
 func TestPsShowsALiveRunsPhaseTurnAndLastAction(t *testing.T) {
 	repo, _ := liveRegistryRun(t,
-		spawn.Event{Kind: spawn.EventPhase, Phase: spawn.PhaseSandbox, Text: "/sb"},
-		spawn.Event{Kind: spawn.EventPhase, Phase: spawn.PhaseCoder, Round: 1},
-		spawn.Event{Time: time.Now(), Kind: spawn.EventAgent, Role: observability.RoleCoder, RunCostUSD: 0.0042,
-			Agent: &watcher.Progress{Kind: watcher.ProgressTool, Turns: 3, Tool: "Edit", Input: json.RawMessage(`{"file_path":"/sb/main.go"}`)}})
+		observability.Event{Kind: observability.EventPhase, Phase: observability.PhaseSandbox, Text: "/sb"},
+		observability.Event{Kind: observability.EventPhase, Phase: observability.PhaseCoder, Round: 1},
+		observability.Event{Time: time.Now(), Kind: observability.EventAgent, Role: observability.RoleCoder, RunCostUSD: 0.0042,
+			Agent: &observability.Progress{Kind: observability.ProgressTool, Turns: 3, Tool: "Edit", Input: json.RawMessage(`{"file_path":"/sb/main.go"}`)}})
 	r := spawnMain(t, os.Environ(), "", "ps", "--repo", repo)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Regexp(t, `(?m)^ID +PID +PHASE +ROUND +TURN +COST +ELAPSED +LAST ACTION\n20261123-090000-aaaa +(\d+|-) +coder +1 +3 +\$0\.0042 +\d+s +Edit main.go$`, r.stdout)

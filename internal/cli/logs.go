@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"io"
 	"io/fs"
 	"os"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -136,23 +136,23 @@ func newLogView(w io.Writer) *logView {
 
 // Event shows one event. An event missing what its kind needs (a log
 // written by a different spawn) is passed over.
-func (v *logView) Event(e spawn.Event) {
-	v.finished = e.Kind == spawn.EventFinished
+func (v *logView) Event(e observability.Event) {
+	v.finished = e.Kind == observability.EventFinished
 	switch e.Kind {
-	case spawn.EventAgent:
+	case observability.EventAgent:
 		if e.Agent == nil {
 			return
 		}
-	case spawn.EventReview:
+	case observability.EventReview:
 		if e.Review == nil {
 			return
 		}
-	case spawn.EventCommit:
+	case observability.EventCommit:
 		if e.Commit != nil {
 			fmt.Fprintf(v.w, "  %-8s commit: %.12s %s\n", "spawn", e.Commit.SHA, firstLine(e.Commit.Message))
 		}
 		return
-	case spawn.EventFinished:
+	case observability.EventFinished:
 		if o := e.Outcome; o != nil {
 			line := fmt.Sprintf("finished: %s, verdict %s, exit %d", o.Status, o.Verdict, o.ExitCode)
 			if o.Error != nil {
@@ -182,7 +182,7 @@ type eventTail struct {
 // Read reads what was appended since the last call and hands each
 // complete event to show, in order; a line that is not an event goes to
 // bad with its line number. It returns the number of lines read.
-func (t *eventTail) Read(show func(spawn.Event), bad func(line int, err error)) (int, error) {
+func (t *eventTail) Read(show func(observability.Event), bad func(line int, err error)) (int, error) {
 	if t.f == nil {
 		f, err := os.Open(t.path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -227,22 +227,22 @@ func (t *eventTail) Read(show func(spawn.Event), bad func(line int, err error)) 
 
 // Flush shows the last line of the stream if it is a whole event without
 // its newline; a line still being written is not shown.
-func (t *eventTail) Flush(show func(spawn.Event)) {
+func (t *eventTail) Flush(show func(observability.Event)) {
 	if len(bytes.TrimSpace(t.partial)) == 0 {
 		return
 	}
-	var e spawn.Event
+	var e observability.Event
 	if json.Unmarshal(t.partial, &e) == nil {
 		show(e)
 	}
 	t.partial = t.partial[:0]
 }
 
-func (t *eventTail) decode(line []byte, show func(spawn.Event), bad func(line int, err error)) {
+func (t *eventTail) decode(line []byte, show func(observability.Event), bad func(line int, err error)) {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}
-	var e spawn.Event
+	var e observability.Event
 	if err := json.Unmarshal(line, &e); err != nil {
 		bad(t.line, err)
 		return

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"io"
 	"strings"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/internal/mcpserver"
-	"github.com/infinite-improbability-drive/spawn/spawn"
 )
 
 // mcpOptions is `spawn mcp` after flag parsing.
@@ -58,7 +58,7 @@ func (d *deps) mcpOptions(dir string) mcpserver.Options {
 		OpenRepo:   d.openRepo,
 		Start:      d.startFromMCP,
 		LastAction: lastAction,
-		RenderEvents: func(events []spawn.Event) []string {
+		RenderEvents: func(events []observability.Event) []string {
 			var b bytes.Buffer
 			v := newLogView(&b)
 			for _, e := range events {

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"io"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/infinite-improbability-drive/spawn/spawn"
-	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
 // progressLine is the terminal's Sink of a run's events: on stderr, a line
@@ -25,7 +23,7 @@ type progressLine struct {
 	narrate bool // print what the agents do (notes are always printed)
 	role    string
 	sandbox string // the worktree's path, shown relative in tool lines
-	last    watcher.Progress
+	last    observability.Progress
 	cost    float64 // the run's running total: coder and reviewers; it never goes down
 	start   time.Time
 	shown   bool
@@ -65,27 +63,27 @@ func (p *progressLine) Close() {
 }
 
 // Event takes one event of the run.
-func (p *progressLine) Event(e spawn.Event) {
+func (p *progressLine) Event(e observability.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.erase()
 	switch {
-	case e.Kind == spawn.EventNote:
+	case e.Kind == observability.EventNote:
 		fmt.Fprintf(p.w, "note: %s\n", e.Text)
-	case e.Kind == spawn.EventWarning:
+	case e.Kind == observability.EventWarning:
 		fmt.Fprintf(p.w, "warning: %s\n", e.Text)
-	case e.Kind == spawn.EventPhase && e.Phase == spawn.PhaseSandbox:
+	case e.Kind == observability.EventPhase && e.Phase == observability.PhaseSandbox:
 		p.sandbox = e.Text
-	case e.Kind == spawn.EventResumed:
+	case e.Kind == observability.EventResumed:
 		from := string(e.Resume.FromStatus)
 		if e.Resume.FromVerdict != "" && e.Resume.FromVerdict != "none" {
 			from = string(e.Resume.FromVerdict)
 		}
 		fmt.Fprintf(p.w, "note: resuming run %s in round %d (it ended %s)\n", e.Run, e.Resume.Round, strings.ReplaceAll(from, "_", " "))
-	case e.Kind == spawn.EventMessage:
+	case e.Kind == observability.EventMessage:
 		fmt.Fprintf(p.w, "  %-8s message from you delivered (%s): %s\n", "coder", e.Message.How, firstLine(e.Message.Text))
 	case !p.narrate:
-	case e.Kind == spawn.EventAgent:
+	case e.Kind == observability.EventAgent:
 		ev := *e.Agent
 		role := string(e.Role)
 		// A reviewer's raw answer is JSON: its verdict is told instead.
@@ -93,12 +91,12 @@ func (p *progressLine) Event(e spawn.Event) {
 			// Paths inside the worktree read as the repository's own.
 			ev.Input = bytes.ReplaceAll(ev.Input, []byte(p.sandbox+"/"), nil)
 		}
-		if line := describe(ev); line != "" && !(e.Role == "reviewer" && ev.Kind == watcher.ProgressText) {
+		if line := describe(ev); line != "" && !(e.Role == "reviewer" && ev.Kind == observability.ProgressText) {
 			fmt.Fprintf(p.w, "  %-8s %s\n", role, line)
 		}
 		p.role, p.last = role, ev
 		p.cost = max(p.cost, e.RunCostUSD, ev.CostUSD)
-	case e.Kind == spawn.EventReview:
+	case e.Kind == observability.EventReview:
 		for _, f := range e.Review.Feedback {
 			fmt.Fprintf(p.w, "  %-8s review: round %d, %s: %s, %s, %d resolved\n", "reviewer", e.Round, f.Domain, f.Verdict,
 				plural(len(f.Findings), "finding"), len(f.Resolved)+len(f.ResolvedByApproval))
@@ -129,35 +127,35 @@ func (p *progressLine) draw() {
 }
 
 // describe is the line a person reads for an event, "" for none.
-func describe(ev watcher.Progress) string {
+func describe(ev observability.Progress) string {
 	switch ev.Kind {
-	case watcher.ProgressStarted:
+	case observability.ProgressStarted:
 		if ev.Detail != "" {
 			return "resumed session " + ev.Detail
 		}
 		return "started"
-	case watcher.ProgressText:
+	case observability.ProgressText:
 		return "says:   " + firstLine(ev.Detail)
-	case watcher.ProgressTool:
+	case observability.ProgressTool:
 		return "tool:   " + ev.Tool + " " + toolSummary(ev.Input)
-	case watcher.ProgressDenial:
+	case observability.ProgressDenial:
 		if ev.Rule != "" {
 			return fmt.Sprintf("denied: %s %s (it did not run; escalatable: %s)", ev.Tool, toolSummary(ev.Input), ev.Rule)
 		}
 		return fmt.Sprintf("denied: %s %s (it did not run)", ev.Tool, toolSummary(ev.Input))
-	case watcher.ProgressEscalation:
+	case observability.ProgressEscalation:
 		return "granted " + ev.Rule + "; resuming the session"
-	case watcher.ProgressQuestion:
+	case observability.ProgressQuestion:
 		return fmt.Sprintf("asked:  %s (confidence %.2f)", firstLine(ev.Detail), ev.Confidence)
-	case watcher.ProgressAnswer:
+	case observability.ProgressAnswer:
 		return "answered: " + firstLine(ev.Detail)
-	case watcher.ProgressRetry:
+	case observability.ProgressRetry:
 		return "retry:  " + ev.Detail
-	case watcher.ProgressBudget:
+	case observability.ProgressBudget:
 		return "budget: " + ev.Detail + " reached; stopping"
-	case watcher.ProgressLimit:
+	case observability.ProgressLimit:
 		return "limit:  " + ev.Detail
-	case watcher.ProgressFinished:
+	case observability.ProgressFinished:
 		if ev.Detail != "exited" {
 			return "stopped: " + ev.Detail
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"io"
 	"sync"
 
@@ -90,7 +91,7 @@ type jsonProgress struct {
 }
 
 // Event writes e as one line.
-func (p *jsonProgress) Event(e spawn.Event) {
+func (p *jsonProgress) Event(e observability.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
@@ -112,8 +113,8 @@ func (p *jsonProgress) Close() {}
 // noProgress drops every event.
 type noProgress struct{}
 
-func (noProgress) Event(spawn.Event) {}
-func (noProgress) Close()            {}
+func (noProgress) Event(observability.Event) {}
+func (noProgress) Close()                    {}
 
 // groupedProgress is the narration with each phase of the run in a log
 // group of its own (::group:: and ::endgroup::; Actions does not nest
@@ -125,8 +126,8 @@ type groupedProgress struct {
 }
 
 // Event opens a new group on each phase, then narrates e.
-func (g *groupedProgress) Event(e spawn.Event) {
-	if e.Kind == spawn.EventPhase {
+func (g *groupedProgress) Event(e observability.Event) {
+	if e.Kind == observability.EventPhase {
 		if g.open {
 			fmt.Fprintln(g.w, "::endgroup::")
 		}
@@ -146,17 +147,17 @@ func (g *groupedProgress) Close() {
 }
 
 // phaseTitle names a phase for a person.
-func phaseTitle(e spawn.Event) string {
+func phaseTitle(e observability.Event) string {
 	switch e.Phase {
-	case spawn.PhaseSandbox:
+	case observability.PhaseSandbox:
 		return "sandbox"
-	case spawn.PhaseCoder:
+	case observability.PhaseCoder:
 		return "coder"
-	case spawn.PhaseReviewer:
+	case observability.PhaseReviewer:
 		return fmt.Sprintf("review round %d", e.Round)
-	case spawn.PhaseFixing:
+	case observability.PhaseFixing:
 		return fmt.Sprintf("fix round %d", e.Round)
-	case spawn.PhaseFinish:
+	case observability.PhaseFinish:
 		return "finish"
 	}
 	return string(e.Phase)

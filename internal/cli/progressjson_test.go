@@ -13,7 +13,6 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
-	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
 func TestParseProgress(t *testing.T) {
@@ -36,14 +35,14 @@ func TestJSONProgressWritesSchemaValidLines(t *testing.T) {
 	var out bytes.Buffer
 	d := &deps{io: IO{Err: &out}}
 	sink := d.progressSink(progressJSON, true, false)
-	events := []spawn.Event{
-		{Time: at, Run: "r1", Kind: spawn.EventStarted, Record: observability.New("r1", "t", observability.ModeSolo, at)},
-		{Time: at, Run: "r1", Kind: spawn.EventPhase, Phase: spawn.PhaseCoder, Round: 1},
-		{Time: at, Run: "r1", Kind: spawn.EventNote, Text: "a note"},
-		{Time: at, Run: "r1", Kind: spawn.EventAgent, Role: observability.RoleCoder, LLM: observability.LLMClaude, Round: 1, RunCostUSD: 0.01,
-			Agent: &watcher.Progress{Kind: watcher.ProgressTool, Tool: "Write", Input: []byte(`{"file_path":"a"}`), Turns: 1, Process: 1}},
-		{Time: at, Run: "r1", Kind: spawn.EventCommit, Commit: &observability.Commit{SHA: "abc", Message: "m", Iteration: 1, LLM: observability.LLMSpawn}},
-		{Time: at, Run: "r1", Kind: spawn.EventFinished, Outcome: &spawn.Outcome{Status: observability.StatusSucceeded, Verdict: observability.VerdictNone}},
+	events := []observability.Event{
+		{Time: at, Run: "r1", Kind: observability.EventStarted, Record: observability.New("r1", "t", observability.ModeSolo, at)},
+		{Time: at, Run: "r1", Kind: observability.EventPhase, Phase: observability.PhaseCoder, Round: 1},
+		{Time: at, Run: "r1", Kind: observability.EventNote, Text: "a note"},
+		{Time: at, Run: "r1", Kind: observability.EventAgent, Role: observability.RoleCoder, LLM: observability.LLMClaude, Round: 1, RunCostUSD: 0.01,
+			Agent: &observability.Progress{Kind: observability.ProgressTool, Tool: "Write", Input: []byte(`{"file_path":"a"}`), Turns: 1, Process: 1}},
+		{Time: at, Run: "r1", Kind: observability.EventCommit, Commit: &observability.Commit{SHA: "abc", Message: "m", Iteration: 1, LLM: observability.LLMSpawn}},
+		{Time: at, Run: "r1", Kind: observability.EventFinished, Outcome: &observability.Outcome{Status: observability.StatusSucceeded, Verdict: observability.VerdictNone}},
 	}
 	for _, e := range events {
 		sink.Event(e)
@@ -71,8 +70,8 @@ func (w *failingWriter) Write(b []byte) (int, error) {
 func TestJSONProgressStopsAfterAFailedWrite(t *testing.T) {
 	w := &failingWriter{}
 	p := &jsonProgress{w: w}
-	p.Event(spawn.Event{Kind: spawn.EventNote, Text: "one"})
-	p.Event(spawn.Event{Kind: spawn.EventNote, Text: "two"})
+	p.Event(observability.Event{Kind: observability.EventNote, Text: "one"})
+	p.Event(observability.Event{Kind: observability.EventNote, Text: "two"})
 	assert.Equal(t, 1, w.n, "no write after the reader went away")
 	assert.ErrorContains(t, p.err, "broken pipe")
 }

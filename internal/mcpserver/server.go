@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,7 +48,7 @@ type Options struct {
 	LastAction func(spawn.Live) string
 	// RenderEvents renders events as spawn logs does, one line each; nil
 	// renders the kind and text of each.
-	RenderEvents func([]spawn.Event) []string
+	RenderEvents func([]observability.Event) []string
 	// Poll is how often a waiting tool looks at the run; 0 means
 	// DefaultPoll.
 	Poll time.Duration

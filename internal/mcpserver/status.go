@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"io"
 	"io/fs"
 	"os"
@@ -87,7 +88,7 @@ func (s *server) readStatus(e runs.Entry, now time.Time) (Status, error) {
 }
 
 // render renders events as lines of at most 300 characters.
-func (s *server) render(events []spawn.Event) []string {
+func (s *server) render(events []observability.Event) []string {
 	var lines []string
 	if s.opts.RenderEvents != nil {
 		lines = s.opts.RenderEvents(events)
@@ -111,7 +112,7 @@ const tailWindow = 64 << 10
 // tailEvents returns the last n events of the event stream at path (fewer
 // when the last 64 KiB hold fewer whole lines); none when there is no
 // stream yet. Lines that are not events are skipped.
-func tailEvents(path string, n int) (_ []spawn.Event, err error) {
+func tailEvents(path string, n int) (_ []observability.Event, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -134,9 +135,9 @@ func tailEvents(path string, n int) (_ []spawn.Event, err error) {
 	}
 	buf = buf[:bytes.LastIndexByte(buf, '\n')+1] // a last line still being written is left out
 	lines := bytes.Split(bytes.TrimRight(buf, "\n"), []byte("\n"))
-	var events []spawn.Event
+	var events []observability.Event
 	for i := len(lines) - 1; i >= 0 && len(events) < n; i-- {
-		var e spawn.Event
+		var e observability.Event
 		if len(lines[i]) == 0 || json.Unmarshal(lines[i], &e) != nil {
 			continue
 		}
