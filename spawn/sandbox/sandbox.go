@@ -563,27 +563,41 @@ func excludeSpawnDir(ctx context.Context, repo git.Repo) error {
 	return errors.Join(err, f.Close())
 }
 
-// slug turns the task's first words into a branch-name fragment.
+// slug turns the task's first words into a branch-name fragment: its
+// ASCII letters and digits, words joined by dashes, at most maxSlug bytes,
+// cut between words (a first word longer than that is cut itself).
 func slug(task string) string {
-	var b strings.Builder
-	dash := false
+	var words []string
+	var word strings.Builder
+	flush := func() {
+		if word.Len() > 0 {
+			words = append(words, word.String())
+			word.Reset()
+		}
+	}
 	for _, r := range strings.ToLower(task) {
 		if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
-			if dash && b.Len() > 0 {
-				b.WriteByte('-')
-			}
-			dash = false
-			b.WriteRune(r)
-			if b.Len() >= 32 {
-				break
-			}
+			word.WriteRune(r)
 			continue
 		}
-		dash = true
+		flush()
 	}
-	s := strings.Trim(b.String(), "-")
-	if s == "" {
+	flush()
+	if len(words) == 0 {
 		return "task"
+	}
+	s := words[0]
+	if len(s) > maxSlug {
+		return s[:maxSlug]
+	}
+	for _, w := range words[1:] {
+		if len(s)+1+len(w) > maxSlug {
+			break
+		}
+		s += "-" + w
 	}
 	return s
 }
+
+// maxSlug bounds the task's part of a branch name.
+const maxSlug = 32

@@ -25,3 +25,25 @@ func TestMadeBranchNamesAreValid(t *testing.T) {
 		}
 	}
 }
+
+// A branch's slug is the task's first words, whole: it is cut between
+// words, never inside one.
+func TestSlugsAreCutBetweenWords(t *testing.T) {
+	for task, want := range map[string]string{
+		"create hello.txt saying hi":                   "create-hello-txt-saying-hi",
+		"Fix the failing test in calc.go":              "fix-the-failing-test-in-calc-go",
+		"add a /healthz endpoint that returns 200 now": "add-a-healthz-endpoint-that",
+		"Fix: the /bug/ in ../x.lock":                  "fix-the-bug-in-x-lock",
+		strings.Repeat("a", 40) + " b":                 strings.Repeat("a", 32),
+		"   ":                                          "task",
+		"日本語のタスク":                                      "task",
+	} {
+		got := slug(task)
+		if got != want {
+			t.Errorf("slug(%q) = %q, want %q", task, got, want)
+		}
+		if len(got) > maxSlug {
+			t.Errorf("slug(%q) = %q, longer than %d", task, got, maxSlug)
+		}
+	}
+}
