@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -87,4 +88,65 @@ func TestADiskFillingWriteEndsTheTurnWithItsLimit(t *testing.T) {
 		assert.NotContains(t, testenv.Git(t, r.repo, "ls-tree", "--name-only", r.rec.Branch), "fill.bin", "spawn does not commit a file that big by itself")
 		assert.Contains(t, strings.Join(r.rec.Notes, "\n"), "fill.bin")
 	}
+}
+
+// The toolchain caches spawn keeps for a repository outlive a run: the
+// second run's first `go test` builds with the cache the first run
+// filled, which is spawn's (never the user's own GOCACHE).
+func TestTheSecondRunOfARepositoryFindsItsCacheWarm(t *testing.T) {
+	requireBwrap(t)
+	t.Parallel() // its first go test builds from a cold cache
+	cacheRoot := t.TempDir()
+	userCache := t.TempDir()
+	story := func(id string) modelserver.Scenario {
+		return modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+			{Tools: []modelserver.ToolCall{
+				{ID: id + "-mod", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/go.mod", "content": "module warm\n\ngo 1.21\n"}},
+				{ID: id + "-test", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/warm_test.go", "content": "package warm\n\nimport \"testing\"\n\nfunc TestWarm(t *testing.T) {}\n"}},
+			}},
+			{Tools: []modelserver.ToolCall{{ID: id + "-go", Name: "Bash", Input: map[string]any{"command": "go env GOCACHE && go test ./...", "description": "test", "timeout": 600000}}}},
+			{Text: "Done."},
+		}}}}
+	}
+	env := []string{"SPAWN_CACHE=repository", "SPAWN_CACHE_DIR=" + cacheRoot, "GOCACHE=" + userCache}
+	first := runSolo(t, story("a"), "add a test", func(c *config.Config) {
+		c.Permissions.AllowedTools = append(c.Permissions.AllowedTools, "Bash(go env:*)")
+	}, env...)
+	require.NoError(t, first.err)
+	// The coder's `go env GOCACHE`, as its transcript holds the output.
+	cacheLine := regexp.MustCompile(regexp.QuoteMeta(cacheRoot) + `[^"\\]*`)
+	gocache := func(transcript string) string {
+		m := cacheLine.FindString(transcript)
+		if m == "" {
+			t.Fatalf("no GOCACHE under %s in the coder's transcript", cacheRoot)
+		}
+		return m
+	}
+	firstCache := gocache(coderTests(t, first))
+	entries, err := os.ReadDir(firstCache)
+	require.NoError(t, err)
+	assert.NotEmpty(t, entries, "the first run filled the repository's cache")
+
+	// A second run of the same repository: the same cache, already full.
+	second := runSoloIn(t, first.repo, story("b"), "add another test", func(c *config.Config) {
+		c.Permissions.AllowedTools = append(c.Permissions.AllowedTools, "Bash(go env:*)")
+	}, env...)
+	require.NoError(t, second.err)
+	assert.Equal(t, firstCache, gocache(coderTests(t, second)), "the second run builds with the cache the first one filled")
+	user, err := os.ReadDir(userCache)
+	require.NoError(t, err)
+	assert.Empty(t, user, "the user's own GOCACHE is never the coder's")
+}
+
+// coderTests is what the coder's processes of r printed (their
+// transcripts), where its commands' output is.
+func coderTests(t *testing.T, r *soloRun) string {
+	t.Helper()
+	var b strings.Builder
+	for _, cl := range r.rec.CommandLines {
+		out, err := os.ReadFile(filepath.Join(r.repo, ".spawn", "runs", r.rec.ID, cl.Stdout))
+		require.NoError(t, err)
+		b.Write(out)
+	}
+	return b.String()
 }

@@ -63,9 +63,21 @@ func runSolo(t *testing.T, sc modelserver.Scenario, task string, tweak func(*con
 // can act in the middle of a run (delete the worktree, fill the disk).
 func runSoloWith(t *testing.T, sc modelserver.Scenario, task string, tweak func(*config.Config), sink func(*soloRun, observability.Event), extraEnv ...string) *soloRun {
 	t.Helper()
+	testenv.Claude(t) // skips before a repository exists when there is none
+	return runSoloAt(t, testenv.Repo(t), sc, task, tweak, sink, extraEnv...)
+}
+
+// runSoloIn is runSolo in the repository repo (a second run of it).
+func runSoloIn(t *testing.T, repo string, sc modelserver.Scenario, task string, tweak func(*config.Config), extraEnv ...string) *soloRun {
+	t.Helper()
+	return runSoloAt(t, repo, sc, task, tweak, nil, extraEnv...)
+}
+
+func runSoloAt(t *testing.T, repo string, sc modelserver.Scenario, task string, tweak func(*config.Config), sink func(*soloRun, observability.Event), extraEnv ...string) *soloRun {
+	t.Helper()
 	claude := testenv.Claude(t)
 	srv := testenv.ModelServer(t, sc)
-	r := &soloRun{repo: testenv.Repo(t), srv: srv}
+	r := &soloRun{repo: repo, srv: srv}
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModeSolo
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
