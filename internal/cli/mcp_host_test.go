@@ -34,7 +34,7 @@ func TestMCPRealClaudeHostRunsATask(t *testing.T) {
 			tool("s3", "spawn_result", map[string]any{"id": "last"}),
 			{Text: "spawn wrote the notes on spawn/hosted."},
 		}},
-	}, mcpScenario.Anthropic...)}
+	}, notesScript)}
 	env, _ := mcpEnv(t, sc, repo)
 
 	cfg, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"spawn": map[string]any{

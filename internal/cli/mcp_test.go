@@ -24,17 +24,17 @@ import (
 // mcpScenario scripts the coders of the MCP tests, told apart by their
 // task: one writes a file and takes its time, one writes a file and then
 // hangs until it is stopped.
-var mcpScenario = modelserver.Scenario{Anthropic: []modelserver.Script{
-	{Match: "write notes for the host", Turns: []modelserver.Turn{
+var (
+	notesScript = modelserver.Script{Match: "write notes for the host", Turns: []modelserver.Turn{
 		{Tools: []modelserver.ToolCall{{ID: "n1", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/notes.txt", "content": "notes\n"}}}},
 		{Delay: modelserver.Duration(2 * time.Second), Text: "Wrote the notes."},
-	}},
-	{Match: "work until stopped", Turns: []modelserver.Turn{
+	}}
+	stopScript = modelserver.Script{Match: "work until stopped", Turns: []modelserver.Turn{
 		{Tools: []modelserver.ToolCall{{ID: "h1", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/partial.txt", "content": "partial\n"}}}},
 		{Hang: true},
-	}},
-}}
-
+	}}
+	mcpScenario = modelserver.Scenario{Anthropic: []modelserver.Script{notesScript, stopScript}}
+)
 // mcpEnv starts the scripted model server and returns the environment of
 // a spawn that stands in for the real one (this test binary, see
 // TestMain) with the real claude talking to it.
@@ -244,7 +244,7 @@ func TestMCPHostDrivesRuns(t *testing.T) {
 // run ends, with progress notifications.
 func TestMCPStdioServer(t *testing.T) {
 	repo := testenv.Repo(t)
-	env, _ := mcpEnv(t, mcpScenario, repo)
+	env, _ := mcpEnv(t, modelserver.Scenario{Anthropic: []modelserver.Script{notesScript}}, repo)
 	ctx := context.Background()
 	progress := &progressLog{}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, &mcp.ClientOptions{
