@@ -35,6 +35,7 @@ var (
 	}}
 	mcpScenario = modelserver.Scenario{Anthropic: []modelserver.Script{notesScript, stopScript}}
 )
+
 // mcpEnv starts the scripted model server and returns the environment of
 // a spawn that stands in for the real one (this test binary, see
 // TestMain) with the real claude talking to it.
