@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -605,7 +606,6 @@ func TestSpend(t *testing.T) {
 }
 `
 	sc := modelserver.Scenario{Anthropic: []modelserver.Script{
-		{Match: "spend", Turns: []modelserver.Turn{{Text: "spent"}}},
 		{Turns: []modelserver.Turn{
 			{Tools: []modelserver.ToolCall{
 				{ID: "w", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/work.txt", "content": "work\n"}},
@@ -613,16 +613,29 @@ func TestSpend(t *testing.T) {
 				{ID: "t", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/spend_test.go", "content": spender}},
 			}},
 			{Tools: []modelserver.ToolCall{{ID: "go-test", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -v ./...", "description": "test", "timeout": 600000}}}},
-			{Text: "Done."},
 		}},
 	}}
+	// Each scripted answer is 10 input and 5 output tokens: $0.000175 at
+	// the coder's model (opus 4.8), $0.000525 at the spender's (opus 4.1).
+	// The coder's two answers (and claude's side requests) fit the budget;
+	// the spender's first call spends it, so its next two never reach the
+	// model, and neither does the coder's next request. (The spender's
+	// calls declare no tools: the model server answers them as side
+	// requests, outside the coder's script.)
 	r := runSolo(t, sc, "add work.txt", func(c *config.Config) {
-		c.Spawn.MaxCostUSD = 0.0001
+		c.Spawn.MaxCostUSD = 0.0008
 	})
 	require.Error(t, r.err)
 	assert.Equal(t, KindBudget, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "max_cost_usd")
 	assert.Equal(t, "work", testenv.Git(t, r.repo, "show", r.rec.Branch+":work.txt"))
+	spent := 0
+	for _, req := range r.srv.Requests() {
+		if slices.Contains(req.UserTexts(), "spend") {
+			spent++
+		}
+	}
+	assert.Equal(t, 1, spent, "the relay refused the spender's calls once the budget was spent")
 }
 
 // A coder that plants git pointers in its store (a commondir and a gitdir

@@ -55,10 +55,11 @@ func TestRecordUnwritableMidRunStillCommitsTheWork(t *testing.T) {
 }
 
 // A transcript that cannot be created is spawn's failure (internal, exit
-// 1), not the agent's crash.
+// 1), not the agent's crash. The agent never starts: the model has no
+// script to answer with.
 func TestTranscriptCreateFailureIsInternal(t *testing.T) {
 	broken := false
-	r := runSoloWith(t, writeThenFinish(), "write a draft", nil, func(r *soloRun, e observability.Event) {
+	r := runSoloWith(t, modelserver.Scenario{}, "write a draft", nil, func(r *soloRun, e observability.Event) {
 		if !broken && e.Kind == observability.EventPhase && e.Phase == observability.PhaseCoder {
 			broken = true
 			breakDir(t, filepath.Join(r.repo, sandbox.Dir, "runs", e.Run))

@@ -17,7 +17,8 @@ import (
 )
 
 // limitStory is a coder that writes a file, then runs a test that takes
-// more than its sandbox allows.
+// more than its sandbox allows: the turn ends there, so the script holds
+// no answer after the test.
 func limitStory(attack string) modelserver.Scenario {
 	return modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
 		{Tools: []modelserver.ToolCall{
@@ -40,7 +41,6 @@ func TestGreedy(t *testing.T) {
 `}},
 		}},
 		{Tools: []modelserver.ToolCall{{ID: "go-test", Name: "Bash", Input: map[string]any{"command": "go test -count=1 ./...", "description": "test", "timeout": 600000}}}},
-		{Text: "Done."},
 	}}}}
 }
 

@@ -76,23 +76,25 @@ func TestHungBashCommandDoesNotSurvive(t *testing.T) {
 		"the hung command (and any shell running it) was killed with the agent")
 }
 
-func TestTotalTimeoutStopsABusyAgent(t *testing.T) {
-	// The model answers, slowly, forever: output keeps coming, so only the
-	// total timeout can stop it.
-	var ts []modelserver.Turn
-	for i := range 40 {
-		ts = append(ts, modelserver.Turn{Delay: modelserver.Duration(300 * time.Millisecond),
-			Tools: []modelserver.ToolCall{write("t"+string(rune('a'+i%26))+string(rune('a'+i/26)), "f.txt", strings.Repeat("x", i)+"\n")}})
-	}
-	r := runSolo(t, turns(ts...), "keep busy", func(c *config.Config) {
-		c.Spawn.IdleTimeout = 10 * time.Second
-		c.Spawn.TotalTimeout = 6 * time.Second
+func TestTotalTimeoutStopsAnAgentBeforeItsIdleTimeout(t *testing.T) {
+	// The model answers twice, the second time slowly, then never again:
+	// the idle timeout is far off, so only the total timeout can stop it.
+	sc := turns(
+		modelserver.Turn{Tools: []modelserver.ToolCall{write("ta", "f.txt", "first\n")}},
+		modelserver.Turn{Delay: modelserver.Duration(time.Second), Tools: []modelserver.ToolCall{write("tb", "f.txt", "second\n")}},
+		modelserver.Turn{Hang: true},
+	)
+	start := time.Now()
+	r := runSolo(t, sc, "keep busy", func(c *config.Config) {
+		c.Spawn.IdleTimeout = time.Minute
+		c.Spawn.TotalTimeout = 10 * time.Second
 	})
 	require.Error(t, r.err)
+	assert.Less(t, time.Since(start), 40*time.Second, "stopped by the total timeout, long before the idle one")
 	assert.Equal(t, KindTimeout, KindOf(r.err))
 	assert.Contains(t, r.rec.Error.Message, "total_timeout")
 	assert.Equal(t, observability.StatusTimedOut, r.rec.Status)
-	testenv.Git(t, r.repo, "show", r.rec.Branch+":f.txt")
+	assert.Equal(t, "second", testenv.Git(t, r.repo, "show", r.rec.Branch+":f.txt"))
 	assertGone(t, r.rec)
 }
 
@@ -157,7 +159,6 @@ func TestEscalationStopsAtMaxEscalations(t *testing.T) {
 		modelserver.Turn{Text: "make was denied."},
 		modelserver.Turn{Tools: []modelserver.ToolCall{bash("g1", "go build ./...")}},
 		modelserver.Turn{Text: "go build was denied."},
-		modelserver.Turn{Text: "Stopping here."},
 	)
 	r := runSolo(t, sc, "build twice", func(c *config.Config) { c.Team.MaxEscalations = 1 })
 	require.NoError(t, r.err)
@@ -200,9 +201,8 @@ func TestMaxTurnsBudgetStopsAndKeepsTheWork(t *testing.T) {
 	sc := turns(
 		modelserver.Turn{Tools: []modelserver.ToolCall{write("w1", "a.txt", "a\n")}},
 		modelserver.Turn{Tools: []modelserver.ToolCall{write("w2", "b.txt", "b\n")}},
-		modelserver.Turn{Tools: []modelserver.ToolCall{write("w3", "c.txt", "c\n")}},
-		modelserver.Turn{Text: "Done."},
 	)
+	// Without the limit the model's next answer would end the run well.
 	r := runSolo(t, sc, "write three files", func(c *config.Config) { c.Spawn.MaxTurns = 2 })
 	require.Error(t, r.err)
 	assert.Equal(t, KindBudget, KindOf(r.err))
@@ -215,12 +215,13 @@ func TestMaxTurnsBudgetStopsAndKeepsTheWork(t *testing.T) {
 
 func TestMaxCostBudgetStopsTheAgent(t *testing.T) {
 	var ts []modelserver.Turn
-	for i := range 20 {
+	for i := range 9 {
 		ts = append(ts, modelserver.Turn{Tools: []modelserver.ToolCall{write("c"+string(rune('a'+i)), "n.txt", strings.Repeat("n", i+1)+"\n")}})
 	}
 	// Each scripted response reports 10 input and 5 output tokens: about
 	// $0.000175 at the prices of claude's default model (opus 4.8). The
-	// budget allows eight responses, not nine.
+	// budget allows eight responses, not nine; without it the model's
+	// tenth answer would end the run well.
 	r := runSolo(t, turns(ts...), "spend", func(c *config.Config) { c.Spawn.MaxCostUSD = 0.0015 })
 	require.Error(t, r.err)
 	assert.Equal(t, KindBudget, KindOf(r.err))
