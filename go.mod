@@ -13,6 +13,7 @@ require (
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.41.0
+	golang.org/x/term v0.40.0
 )
 
 require (
