@@ -58,6 +58,8 @@ func FuzzGrant(f *testing.F) {
 	f.Add("Edit(**/**/x/**/*.go)", "Read(//etc/*)", "NotebookEdit", `{"notebook_path":"/a/x/b/c.go"}`)
 	f.Add("WebFetch(domain:example.com)", "Edit", "WebFetch", `{"url":"https://EXAMPLE.com/x"}`)
 	f.Add("Bash(echo:*)", "Bash(*)", "Bash", `{"command":"echo $(id) 'a;b' \"c\" 2>&1 &"}`)
+	f.Add("Bash(make:*)", "Bash(git *)", "Bash", `{"command":"(make && git add -A) | make -n; make <<EOF\n$(id)\nEOF\n"}`)
+	f.Add("Bash(make:*)", "Bash(echo *)", "Bash", `{"command":"FOO=1 make ${X@P} # c\r"}`)
 	f.Fuzz(func(t *testing.T, rule1, rule2, tool, input string) {
 		var list []Rule
 		for _, s := range []string{rule1, rule2} {

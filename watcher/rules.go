@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"net/url"
 	"path"
-	"regexp"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/infinite-improbability-drive/spawn/runners"
 )
@@ -65,15 +66,24 @@ func (r Rule) Matches(tool string, input json.RawMessage) bool {
 //   - A bare rule ("Bash", "Write") or "Tool(*)" allows every call of that
 //     tool. To keep grants small, a bare rule is used only when no rule with
 //     a spec matches; among those, the first in list order wins.
-//   - Bash: the command is split into parts on &&, ||, ;, |, & and newlines
-//     outside quotes; every part must be matched by some rule (claude checks
-//     each subcommand), and each part takes the first matching rule. A spec "p:*" or "p *" allows a part equal to p or starting
-//     with p plus a space; a spec without "*" allows a part equal to it; any
-//     other "*" is a wildcard over the whole part. A command holding $(,
-//     backticks, <( or >(, or an unterminated quote, is matched only by a
-//     bare rule. Unlike claude, leading VAR=value assignments and wrappers
-//     such as timeout or nohup are not stripped, so "FOO=1 make" is not
-//     matched by "make:*".
+//   - Bash: the command is parsed as bash (mvdan.cc/sh/v3/syntax). Every
+//     simple command in it, across &&, ||, ;, |, |&, &, newlines and ( ) or
+//     { } groups, must be matched by some rule (claude checks each
+//     subcommand), and each takes the first matching rule. A simple
+//     command is matched as written, trimmed, with its assignments and
+//     redirections and without the operator after it. A spec "p:*" or
+//     "p *" allows a command equal to p or starting with p plus a space; a
+//     spec without "*" allows a command equal to it; any other "*" is a
+//     wildcard over the whole command. A command that does not parse, or
+//     that holds anything but words of literal text, quotes and plain
+//     $name or ${name} expansions, is matched only by a bare rule: a
+//     command, process or arithmetic substitution, any other parameter
+//     expansion, an extended glob, a here-document, a comment, a carriage
+//     return, or a construct other than a simple command (if, for, while,
+//     case, [[ ]], (( )), a function, declare, export, local, let, time,
+//     coproc, !). Unlike claude, leading VAR=value assignments and
+//     wrappers such as timeout or nohup are not stripped, so "FOO=1 make"
+//     is not matched by "make:*".
 //   - Read, Edit, Write, MultiEdit, NotebookEdit: the spec is a path glob
 //     over file_path (notebook_path for NotebookEdit); "**" matches any
 //     number of segments, "*" any run within one segment. A spec starting
@@ -129,17 +139,17 @@ func ruleCoversTool(ruleTool, tool string) bool {
 	return false
 }
 
-// grantBash matches a Bash call part by part: each part takes the first
-// narrow rule that matches it, else the first bare rule. narrow and bare
-// are indexes into rules.
+// grantBash matches a Bash call simple command by simple command: each
+// takes the first narrow rule that matches it, else the first bare rule.
+// narrow and bare are indexes into rules.
 func grantBash(rules []Rule, narrow, bare []int, input json.RawMessage) ([]Rule, bool) {
 	var in struct {
 		Command *string `json:"command"`
 	}
 	var parts []string
-	ok := json.Unmarshal(input, &in) == nil && in.Command != nil && !unsafeShell.MatchString(*in.Command)
+	ok := json.Unmarshal(input, &in) == nil && in.Command != nil
 	if ok {
-		parts, ok = splitShell(*in.Command)
+		parts, ok = simpleCommands(*in.Command)
 	}
 	if !ok || len(parts) == 0 {
 		// Nothing a narrow rule can judge: only a bare rule allows it.
@@ -174,72 +184,155 @@ func grantBash(rules []Rule, narrow, bare []int, input json.RawMessage) ([]Rule,
 	return out, true
 }
 
-// unsafeShell finds command and process substitutions, which can run
-// anything whatever the prefix of the command.
-var unsafeShell = regexp.MustCompile("\\$\\(|`|<\\(|>\\(")
-
-// splitShell splits a shell command into its simple commands on &&, ||, ;,
-// |, |&, a lone & and newlines, outside single and double quotes and not
-// after a backslash. Parts are trimmed; empty parts are dropped. ok is false
-// for an unterminated quote or trailing backslash.
-func splitShell(cmd string) (parts []string, ok bool) {
-	var cur strings.Builder
-	flush := func() {
-		if p := strings.TrimSpace(cur.String()); p != "" {
-			parts = append(parts, p)
-		}
-		cur.Reset()
-	}
-	var quote byte // 0, '\'' or '"'
-	for i := 0; i < len(cmd); i++ {
-		c := cmd[i]
-		switch {
-		case quote == '\'':
-			if c == '\'' {
-				quote = 0
-			}
-			cur.WriteByte(c)
-		case c == '\\':
-			if i+1 >= len(cmd) {
-				return nil, false
-			}
-			cur.WriteByte(c)
-			cur.WriteByte(cmd[i+1])
-			i++
-		case quote == '"':
-			if c == '"' {
-				quote = 0
-			}
-			cur.WriteByte(c)
-		case c == '\'' || c == '"':
-			quote = c
-			cur.WriteByte(c)
-		case c == ';' || c == '\n' || c == '\r':
-			flush()
-		case c == '|':
-			flush()
-			if i+1 < len(cmd) && (cmd[i+1] == '|' || cmd[i+1] == '&') {
-				i++
-			}
-		case c == '&':
-			// Redirections (2>&1, &>file, >&2) are part of the command.
-			if (i > 0 && (cmd[i-1] == '>' || cmd[i-1] == '<')) || (i+1 < len(cmd) && cmd[i+1] == '>') {
-				cur.WriteByte(c)
-				continue
-			}
-			flush()
-			if i+1 < len(cmd) && cmd[i+1] == '&' {
-				i++
-			}
-		default:
-			cur.WriteByte(c)
-		}
-	}
-	if quote != 0 {
+// simpleCommands parses cmd as bash and returns the text of each simple
+// command in it, in order, as Grant matches it: as written, trimmed, from
+// its first assignment, word or redirection to its last. ok is false when
+// cmd holds anything a narrow rule cannot judge (see Grant): then parts
+// is nil.
+func simpleCommands(cmd string) (parts []string, ok bool) {
+	// bash reads a carriage return as part of a word; a reader of the
+	// command may see a line break.
+	if strings.ContainsRune(cmd, '\r') {
 		return nil, false
 	}
-	flush()
-	return parts, true
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).
+		Parse(strings.NewReader(cmd), "")
+	if err != nil {
+		return nil, false
+	}
+	// A shell that does not read "#" as a comment would run what follows.
+	commented := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if _, ok := n.(*syntax.Comment); ok {
+			commented = true
+		}
+		return !commented
+	})
+	if commented {
+		return nil, false
+	}
+	c := commandLister{src: cmd}
+	if !c.stmts(f.Stmts) {
+		return nil, false
+	}
+	return c.parts, true
+}
+
+// commandLister collects the simple commands of a parsed command line.
+type commandLister struct {
+	src   string
+	parts []string
+}
+
+// stmts lists the simple commands of a statement list; false when one of
+// them is not a list of simple commands.
+func (c *commandLister) stmts(list []*syntax.Stmt) bool {
+	for _, s := range list {
+		if !c.stmt(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// stmt lists the simple commands of one statement: a simple command, two
+// statements joined by &&, ||, | or |&, or a ( ) or { } group. Anything
+// else (or a negated statement, a coprocess) returns false.
+func (c *commandLister) stmt(s *syntax.Stmt) bool {
+	if s.Negated || s.Coprocess || s.Disown {
+		return false
+	}
+	end := 0
+	for _, r := range s.Redirs {
+		if !plainRedirect(r) {
+			return false
+		}
+		end = max(end, int(r.End().Offset()))
+	}
+	switch cmd := s.Cmd.(type) {
+	case *syntax.CallExpr:
+		for _, a := range cmd.Assigns {
+			if a.Naked || a.Index != nil || a.Array != nil || (a.Value != nil && !plainWord(a.Value)) {
+				return false
+			}
+		}
+		for _, w := range cmd.Args {
+			if !plainWord(w) {
+				return false
+			}
+		}
+		end = max(end, int(cmd.End().Offset()))
+		start := int(s.Pos().Offset())
+		if start >= end || end > len(c.src) {
+			return false
+		}
+		c.parts = append(c.parts, strings.TrimSpace(c.src[start:end]))
+		return true
+	case *syntax.BinaryCmd:
+		switch cmd.Op {
+		case syntax.AndStmt, syntax.OrStmt, syntax.Pipe, syntax.PipeAll:
+			return c.stmt(cmd.X) && c.stmt(cmd.Y)
+		}
+		return false
+	case *syntax.Subshell:
+		return c.stmts(cmd.Stmts)
+	case *syntax.Block:
+		return c.stmts(cmd.Stmts)
+	}
+	return false
+}
+
+// plainRedirect reports whether a redirection names its target with a
+// plain word: any redirection but a here-document, whose body bash
+// expands.
+func plainRedirect(r *syntax.Redirect) bool {
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc:
+		return false
+	}
+	return r.Word == nil || plainWord(r.Word)
+}
+
+// plainWord reports whether a word is made of literal text, single
+// quotes, and double quotes or bare parts holding only text and plain
+// parameter expansions: nothing in it runs a command or evaluates
+// anything.
+func plainWord(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit, *syntax.SglQuoted:
+		case *syntax.ParamExp:
+			if !plainParam(p) {
+				return false
+			}
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				switch q := q.(type) {
+				case *syntax.Lit:
+				case *syntax.ParamExp:
+					if !plainParam(q) {
+						return false
+					}
+				default:
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// plainParam reports whether a parameter expansion is $name or ${name}:
+// no operator, index, slice, replacement, indirection or modifier (any of
+// which can evaluate text, as ${x@P} or ${a[$(id)]} do).
+func plainParam(p *syntax.ParamExp) bool {
+	return p.Param != nil && p.Flags == nil &&
+		!p.Excl && !p.Length && !p.Width && !p.IsSet &&
+		p.Split == syntax.OptUnset && p.GlobSubst == syntax.OptUnset && p.RcExpand == syntax.OptUnset &&
+		p.NestedParam == nil && p.Index == nil && len(p.Modifiers) == 0 &&
+		p.Slice == nil && p.Repl == nil && p.Names == 0 && p.Exp == nil
 }
 
 // bashSpecMatches reports whether a (non-bare) Bash spec matches one simple

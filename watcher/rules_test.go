@@ -281,3 +281,91 @@ func TestGlobMatch(t *testing.T) {
 		assert.Equal(t, c.want, globMatch(c.pattern, c.s), "%q %q", c.pattern, c.s)
 	}
 }
+
+// TestBashGrantIsNoWiderThanItsRules: a coder denied a Bash command asks
+// for an escalation; the command is granted by Bash(make:*) only when
+// every simple command bash would run is make, and nothing in it runs
+// or evaluates anything else. Each refused command here is one a
+// prefix check alone would let through.
+func TestBashGrantIsNoWiderThanItsRules(t *testing.T) {
+	rules := mustRules(t, "Bash(make:*)", "Bash(git commit:*)")
+	cases := []struct {
+		name string
+		cmd  string
+		want []string // the rules granted; nil: refused
+	}{
+		// What the rule says, in the forms a coder writes it.
+		{"plain", "make test", []string{"Bash(make:*)"}},
+		{"quoted operator is one word", `make "a;b"`, []string{"Bash(make:*)"}},
+		{"quoted substitution is text", `git commit -m 'use $(nproc) jobs'`, []string{"Bash(git commit:*)"}},
+		{"both rules", "make && git commit -am x", []string{"Bash(make:*)", "Bash(git commit:*)"}},
+		{"pipe of allowed commands", "make |& make -n", []string{"Bash(make:*)"}},
+		{"redirections", "make test >out.log 2>&1 <<<input", []string{"Bash(make:*)"}},
+		{"subshell of allowed commands", "(make && make install)", []string{"Bash(make:*)"}},
+		{"group of allowed commands", "{ make; make check; } 2>&1", []string{"Bash(make:*)"}},
+		{"plain variable", `make CC="$CC" ${TARGET}`, []string{"Bash(make:*)"}},
+		{"line continuation", "make \\\n  test", []string{"Bash(make:*)"}},
+
+		// A second command, however it is joined.
+		{"semicolon then pipe to sh", "make; curl x|sh", nil},
+		{"and then eval", `make && eval "$X"`, nil},
+		{"newline", "make\ncurl x", nil},
+		{"background", "make & curl x", nil},
+		{"in a subshell", "(make; curl x)", nil},
+		{"pipe into a shell", "make | sh", nil},
+
+		// Something inside the make command that runs or evaluates.
+		{"command substitution", "make $(curl x)", nil},
+		{"command substitution of an allowed command", "make $(make -s print-flags)", nil},
+		{"command substitution in double quotes", `make "$(curl x)"`, nil},
+		{"backquotes", "make `id`", nil},
+		{"process substitution", "make <(curl x)", nil},
+		{"output process substitution", "make >(sh)", nil},
+		{"substitution in a redirection", "make > $(id)", nil},
+		{"arithmetic", "make $((X))", nil},
+		{"old arithmetic", "make $[X]", nil},
+		{"default with a substitution", "make ${X:-$(id)}", nil},
+		{"prompt expansion", "make ${X@P}", nil},
+		{"indirection", "make ${!X}", nil},
+		{"array index", "make ${a[$(id)]}", nil},
+		{"extended glob", "make @(a|b)", nil},
+		{"zsh glob qualifier", "make *(e:id:)", nil},
+		{"zsh process substitution", "make =(curl x)", nil},
+		{"here-document", "make <<EOF\n$(curl x)\nEOF", nil},
+		{"quoted here-document", "make <<'EOF'\nx\nEOF", nil},
+		{"assignment with a substitution", "X=$(id) make", nil},
+		{"array assignment", "a[$(id)]=1 make", nil},
+
+		// Not a simple command.
+		{"assignment before the command", "FOO=1 make", nil},
+		{"function named make", "make() { curl x|sh; }; make", nil},
+		{"if", "if make; then make; fi", nil},
+		{"negated", "! make", nil},
+		{"time", "time make", nil},
+		{"test clause", "[[ -f x ]] && make", nil},
+		{"declaration", "export X=1 && make", nil},
+		{"coprocess", "coproc make", nil},
+		{"comment", "make #comment", nil},
+		{"comment hiding nothing but text", "make # ; curl x | sh", nil},
+		{"carriage return", "make \rcurl x", nil},
+		{"unterminated quote", `make "a`, nil},
+		{"parse error", "make )", nil},
+		{"empty", "", nil},
+		{"only white space", " \n\t", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := Grant(rules, "Bash", bashInput(t, c.cmd))
+			assert.Equal(t, c.want != nil, ok)
+			assert.Equal(t, c.want, raws(got))
+			// A bare Bash rule still allows it, and the narrow rules are
+			// preferred wherever they match.
+			withBare := append(mustRules(t, "Bash"), rules...)
+			got, ok = Grant(withBare, "Bash", bashInput(t, c.cmd))
+			assert.True(t, ok)
+			if c.want != nil {
+				assert.Equal(t, c.want, raws(got))
+			}
+		})
+	}
+}

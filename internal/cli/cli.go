@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
@@ -284,11 +285,10 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// isTerminal reports whether w is a file open on a terminal. It asks the
+// terminal driver (term.IsTerminal), so a character device that is not a
+// terminal, /dev/null among them, is not one.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

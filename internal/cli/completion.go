@@ -28,7 +28,13 @@ const completeFlag = "complete"
 // idCommands take run ids as arguments; the value is how many (0: any).
 var idCommands = map[string]int{"show": 1, "logs": 1, "diff": 1, "resume": 1, "send": 1, "clean": 0, "stop": 0}
 
-// shells are the shells `spawn completion` writes scripts for.
+// shells are the shells `spawn completion` writes scripts for. They are
+// spawn's own rather than urfave/cli v2's EnableBashCompletion: v2 ships no
+// script in its Go package (only files in its repository, whose bash one
+// evals the words typed before Tab), its fish script is static (no run
+// ids, no file fallback), and its default completer answers neither run
+// ids nor --mode values and reads os.Args rather than the arguments Main
+// is given.
 var shells = map[string]string{"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion}
 
 func newCompletionCmd(d *deps) *cli.Command {

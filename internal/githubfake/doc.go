@@ -14,7 +14,9 @@
 // against the OpenAPI description with kin-openapi: a request that breaks
 // it gets GitHub's 400 or 422, and a response of the fake that breaks it
 // is reported as a test failure, so the fake cannot drift from GitHub's
-// shapes. Faults (5xx before or after the effect, primary and secondary
+// shapes. GraphQL documents are read with gqlparser's parser; the fake
+// checks and runs them against its own part of GitHub's schema, with
+// GitHub's error wordings. Faults (5xx before or after the effect, primary and secondary
 // rate limits, 401) are injected per request with Inject.
 //
 // A test starts a server, registers identities and repositories, pushes

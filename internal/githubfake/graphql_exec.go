@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 // gqlError is one entry of a GraphQL response's errors, in GitHub's shape.
@@ -90,19 +92,18 @@ func (s *Server) serveGraphQL(c *call) *reply {
 	if !isString || strings.TrimSpace(query) == "" {
 		return ok(gqlErrors(&gqlError{Message: "A query attribute must be specified and must be a string."}))
 	}
-	doc, err := parseGraphQL(query)
-	if err != nil {
-		se := err.(*gqlSyntaxError)
-		return ok(gqlErrors(&gqlError{Message: se.msg, Locations: []gqlLoc{se.loc}}))
-	}
-	op, gerr := doc.operation(req.OperationName)
+	doc, gerr := parseGraphQL(query)
 	if gerr != nil {
 		return ok(gqlErrors(gerr))
 	}
-	if op.kind == "subscription" {
-		return ok(gqlErrors(&gqlError{Message: "Subscriptions are not supported", Locations: []gqlLoc{op.loc}}))
+	op, gerr := pickOperation(doc, req.OperationName)
+	if gerr != nil {
+		return ok(gqlErrors(gerr))
 	}
-	v := &validator{doc: doc, op: op, used: map[string]bool{}, vars: map[string]*gqlVarDef{}, inFrag: map[string]bool{}}
+	if op.Operation == ast.Subscription {
+		return ok(gqlErrors(&gqlError{Message: "Subscriptions are not supported", Locations: []gqlLoc{locOf(op.Position)}}))
+	}
+	v := &validator{doc: doc, op: op, used: map[string]bool{}, vars: map[string]*ast.VariableDefinition{}, inFrag: map[string]bool{}}
 	if errs := v.run(); len(errs) > 0 {
 		return ok(gqlErrors(errs...))
 	}
@@ -112,13 +113,9 @@ func (s *Server) serveGraphQL(c *call) *reply {
 		return ok(gqlErrors(errs...))
 	}
 	x.vars = vars
-	root := "Query"
-	if op.kind == "mutation" {
-		root = "Mutation"
-	}
 	out := map[string]any{"data": nil}
 	// A non-null root field that came out null makes data itself null.
-	if data, complete := x.selection(root, nil, op.sel, nil); complete {
+	if data, complete := x.selection(rootType(op), nil, op.SelectionSet, nil); complete {
 		out["data"] = data
 	}
 	if len(x.errs) > 0 {
@@ -127,23 +124,31 @@ func (s *Server) serveGraphQL(c *call) *reply {
 	return ok(out)
 }
 
+// rootType is the schema type an operation selects from.
+func rootType(op *ast.OperationDefinition) string {
+	if op.Operation == ast.Mutation {
+		return "Mutation"
+	}
+	return "Query"
+}
+
 // validator checks an operation against the schema before anything runs,
 // as GitHub does: a query with an unknown field or a bad argument runs not
 // at all.
 type validator struct {
-	doc    *gqlDoc
-	op     *gqlOp
+	doc    *ast.QueryDocument
+	op     *ast.OperationDefinition
 	errs   []*gqlError
 	used   map[string]bool
-	vars   map[string]*gqlVarDef
+	vars   map[string]*ast.VariableDefinition
 	inFrag map[string]bool
 }
 
 func (v *validator) opName() string {
-	if v.op.name == "" {
-		return "anonymous " + v.op.kind
+	if v.op.Name == "" {
+		return "anonymous " + string(v.op.Operation)
 	}
-	return v.op.name
+	return v.op.Name
 }
 
 func (v *validator) fail(loc gqlLoc, path []any, code, msg string, ext map[string]any) {
@@ -162,64 +167,60 @@ func (v *validator) fail(loc gqlLoc, path []any, code, msg string, ext map[strin
 }
 
 func (v *validator) run() []*gqlError {
-	for _, vd := range v.op.vars {
-		if _, dup := v.vars[vd.name]; dup {
-			v.fail(vd.loc, nil, "variableNotUnique", fmt.Sprintf("There can only be one variable named \"%s\"", vd.name), nil)
+	for _, vd := range v.op.VariableDefinitions {
+		if _, dup := v.vars[vd.Variable]; dup {
+			v.fail(locOf(vd.Position), nil, "variableNotUnique", fmt.Sprintf("There can only be one variable named \"%s\"", vd.Variable), nil)
 		}
-		v.vars[vd.name] = vd
-		n := vd.typ.named()
+		v.vars[vd.Variable] = vd
+		n := vd.Type.Name()
 		if _, input := gqlInputs[n]; !isLeafType(n) && !input {
-			v.fail(vd.loc, nil, "variableRequiresValidType", fmt.Sprintf("%s isn't a valid input type (on $%s)", n, vd.name), nil)
+			v.fail(locOf(vd.Position), nil, "variableRequiresValidType", fmt.Sprintf("%s isn't a valid input type (on $%s)", n, vd.Variable), nil)
 		}
 	}
-	root := "Query"
-	if v.op.kind == "mutation" {
-		root = "Mutation"
+	head := string(v.op.Operation)
+	if v.op.Name != "" {
+		head += " " + v.op.Name
 	}
-	head := v.op.kind
-	if v.op.name != "" {
-		head += " " + v.op.name
-	}
-	v.selections(root, v.op.sel, []any{head})
-	for _, vd := range v.op.vars {
-		if !v.used[vd.name] {
-			v.fail(vd.loc, []any{head}, "variableNotUsed", fmt.Sprintf("Variable $%s is declared by %s but not used", vd.name, v.opName()), map[string]any{"variableName": vd.name})
+	v.selections(rootType(v.op), v.op.SelectionSet, []any{head})
+	for _, vd := range v.op.VariableDefinitions {
+		if !v.used[vd.Variable] {
+			v.fail(locOf(vd.Position), []any{head}, "variableNotUsed", fmt.Sprintf("Variable $%s is declared by %s but not used", vd.Variable, v.opName()), map[string]any{"variableName": vd.Variable})
 		}
 	}
 	return v.errs
 }
 
-func (v *validator) selections(typeName string, sels []*gqlSel, path []any) {
+func (v *validator) selections(typeName string, sels ast.SelectionSet, path []any) {
 	for _, s := range sels {
-		v.directives(s.dirs, path)
-		switch s.kind {
-		case selField:
+		v.directives(directivesOf(s), path)
+		switch s := s.(type) {
+		case *ast.Field:
 			v.field(typeName, s, path)
-		case selInline:
+		case *ast.InlineFragment:
 			cond := typeName
-			if s.typeCond != "" {
-				cond = s.typeCond
+			if s.TypeCondition != "" {
+				cond = s.TypeCondition
 			}
-			if !v.fragmentType(cond, typeName, s.loc, path, "") {
+			if !v.fragmentType(cond, typeName, locOf(s.Position), path, "") {
 				continue
 			}
-			v.selections(cond, s.sel, append(path, "... on "+cond))
-		case selSpread:
-			fr := v.doc.frags[s.name]
+			v.selections(cond, s.SelectionSet, append(path, "... on "+cond))
+		case *ast.FragmentSpread:
+			fr := v.doc.Fragments.ForName(s.Name)
 			if fr == nil {
-				v.fail(s.loc, path, "undefinedFragment", fmt.Sprintf("Fragment %s was used, but not defined", s.name), map[string]any{"fragmentName": s.name})
+				v.fail(locOf(s.Position), path, "undefinedFragment", fmt.Sprintf("Fragment %s was used, but not defined", s.Name), map[string]any{"fragmentName": s.Name})
 				continue
 			}
-			if v.inFrag[s.name] {
-				v.fail(s.loc, path, "infiniteLoop", fmt.Sprintf("Fragment %s contains an infinite loop", s.name), nil)
+			if v.inFrag[s.Name] {
+				v.fail(locOf(s.Position), path, "infiniteLoop", fmt.Sprintf("Fragment %s contains an infinite loop", s.Name), nil)
 				continue
 			}
-			if !v.fragmentType(fr.typeCond, typeName, s.loc, path, s.name) {
+			if !v.fragmentType(fr.TypeCondition, typeName, locOf(s.Position), path, s.Name) {
 				continue
 			}
-			v.inFrag[s.name] = true
-			v.selections(fr.typeCond, fr.sel, append(path, "... "+s.name))
-			delete(v.inFrag, s.name)
+			v.inFrag[s.Name] = true
+			v.selections(fr.TypeCondition, fr.SelectionSet, append(path, "... "+s.Name))
+			delete(v.inFrag, s.Name)
 		}
 	}
 }
@@ -240,44 +241,44 @@ func (v *validator) fragmentType(cond, parent string, loc gqlLoc, path []any, na
 	return true
 }
 
-func (v *validator) directives(dirs []*gqlDirective, path []any) {
+func (v *validator) directives(dirs ast.DirectiveList, path []any) {
 	for _, d := range dirs {
-		if d.name != "include" && d.name != "skip" {
-			v.fail(d.loc, path, "undefinedDirective", fmt.Sprintf("Directive @%s is not defined", d.name), nil)
+		if d.Name != "include" && d.Name != "skip" {
+			v.fail(locOf(d.Position), path, "undefinedDirective", fmt.Sprintf("Directive @%s is not defined", d.Name), nil)
 			continue
 		}
-		if len(d.args) != 1 || d.args[0].name != "if" {
-			v.fail(d.loc, path, "missingRequiredArguments", fmt.Sprintf("Directive '%s' is missing required arguments: if", d.name), nil)
+		if len(d.Arguments) != 1 || d.Arguments[0].Name != "if" {
+			v.fail(locOf(d.Position), path, "missingRequiredArguments", fmt.Sprintf("Directive '%s' is missing required arguments: if", d.Name), nil)
 			continue
 		}
-		v.value(d.args[0].value, parseTypeRef("Boolean!"), d.args[0].loc, path, "Directive '"+d.name+"'", "if")
+		v.value(d.Arguments[0].Value, typeRef("Boolean!"), locOf(d.Arguments[0].Position), path, "Directive '"+d.Name+"'", "if")
 	}
 }
 
-func (v *validator) field(typeName string, s *gqlSel, path []any) {
-	fpath := append(append([]any(nil), path...), s.key())
-	if s.name == "__typename" {
-		if len(s.sel) > 0 {
-			v.fail(s.loc, fpath, "selectionMismatch", fmt.Sprintf("Selections can't be made on scalars (field '__typename' returns String! but has selections [%s])", selNames(s.sel)), nil)
+func (v *validator) field(typeName string, s *ast.Field, path []any) {
+	fpath := append(append([]any(nil), path...), s.Alias)
+	if s.Name == "__typename" {
+		if len(s.SelectionSet) > 0 {
+			v.fail(locOf(s.Position), fpath, "selectionMismatch", fmt.Sprintf("Selections can't be made on scalars (field '__typename' returns String! but has selections [%s])", selNames(s.SelectionSet)), nil)
 		}
 		return
 	}
-	def, ok := gqlTypes[typeName][s.name]
+	def, ok := gqlTypes[typeName][s.Name]
 	if !ok {
-		v.fail(s.loc, fpath, "undefinedField", fmt.Sprintf("Field '%s' doesn't exist on type '%s'", s.name, typeName),
-			map[string]any{"typeName": typeName, "fieldName": s.name})
+		v.fail(locOf(s.Position), fpath, "undefinedField", fmt.Sprintf("Field '%s' doesn't exist on type '%s'", s.Name, typeName),
+			map[string]any{"typeName": typeName, "fieldName": s.Name})
 		return
 	}
 	given := map[string]bool{}
-	for _, a := range s.args {
-		given[a.name] = true
-		at, ok := def.args[a.name]
+	for _, a := range s.Arguments {
+		given[a.Name] = true
+		at, ok := def.args[a.Name]
 		if !ok {
-			v.fail(a.loc, append(fpath, a.name), "argumentNotAccepted", fmt.Sprintf("Field '%s' doesn't accept argument '%s'", s.name, a.name),
-				map[string]any{"name": s.name, "typeName": "Field", "argumentName": a.name})
+			v.fail(locOf(a.Position), append(fpath, a.Name), "argumentNotAccepted", fmt.Sprintf("Field '%s' doesn't accept argument '%s'", s.Name, a.Name),
+				map[string]any{"name": s.Name, "typeName": "Field", "argumentName": a.Name})
 			continue
 		}
-		v.value(a.value, parseTypeRef(at), a.loc, fpath, "Field '"+s.name+"'", a.name)
+		v.value(a.Value, typeRef(at), locOf(a.Position), fpath, "Field '"+s.Name+"'", a.Name)
 	}
 	var missing []string
 	for name, at := range def.args {
@@ -287,78 +288,83 @@ func (v *validator) field(typeName string, s *gqlSel, path []any) {
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
-		v.fail(s.loc, fpath, "missingRequiredArguments", fmt.Sprintf("Field '%s' is missing required arguments: %s", s.name, strings.Join(missing, ", ")),
-			map[string]any{"className": "Field", "name": s.name, "arguments": strings.Join(missing, ", ")})
+		v.fail(locOf(s.Position), fpath, "missingRequiredArguments", fmt.Sprintf("Field '%s' is missing required arguments: %s", s.Name, strings.Join(missing, ", ")),
+			map[string]any{"className": "Field", "name": s.Name, "arguments": strings.Join(missing, ", ")})
 	}
-	named := parseTypeRef(def.typ).named()
+	named := typeRef(def.typ).Name()
 	switch {
-	case isLeafType(named) && len(s.sel) > 0:
-		v.fail(s.loc, fpath, "selectionMismatch", fmt.Sprintf("Selections can't be made on scalars (field '%s' returns %s but has selections [%s])", s.name, def.typ, selNames(s.sel)), nil)
-	case !isLeafType(named) && len(s.sel) == 0:
-		v.fail(s.loc, fpath, "selectionMismatch", fmt.Sprintf("Field must have selections (field '%s' returns %s but has no selections. Did you mean '%s { ... }'?)", s.name, def.typ, s.name), nil)
+	case isLeafType(named) && len(s.SelectionSet) > 0:
+		v.fail(locOf(s.Position), fpath, "selectionMismatch", fmt.Sprintf("Selections can't be made on scalars (field '%s' returns %s but has selections [%s])", s.Name, def.typ, selNames(s.SelectionSet)), nil)
+	case !isLeafType(named) && len(s.SelectionSet) == 0:
+		v.fail(locOf(s.Position), fpath, "selectionMismatch", fmt.Sprintf("Field must have selections (field '%s' returns %s but has no selections. Did you mean '%s { ... }'?)", s.Name, def.typ, s.Name), nil)
 	case !isLeafType(named):
-		v.selections(named, s.sel, fpath)
+		v.selections(named, s.SelectionSet, fpath)
 	}
 }
 
-func selNames(sels []*gqlSel) string {
+func selNames(sels ast.SelectionSet) string {
 	var names []string
 	for _, s := range sels {
-		names = append(names, s.key())
+		names = append(names, responseKey(s))
 	}
 	return strings.Join(names, ", ")
 }
 
+// isString reports whether a literal is a string, quoted or a block.
+func isString(val *ast.Value) bool {
+	return val.Kind == ast.StringValue || val.Kind == ast.BlockValue
+}
+
 // value checks a literal (or a variable, also inside lists and input
 // objects) against the argument's type.
-func (v *validator) value(val *gqlValue, t *gqlType, loc gqlLoc, path []any, owner, arg string) {
+func (v *validator) value(val *ast.Value, t *ast.Type, loc gqlLoc, path []any, owner, arg string) {
 	invalid := func() {
 		v.fail(loc, path, "argumentLiteralsIncompatible", fmt.Sprintf("Argument '%s' on %s has an invalid value (%s). Expected type '%s'.", arg, owner, printValue(val), t),
 			map[string]any{"typeName": "CoercionError"})
 	}
 	switch {
-	case val.kind == valVar:
-		v.used[val.raw] = true
-		vd := v.vars[val.raw]
+	case val.Kind == ast.Variable:
+		v.used[val.Raw] = true
+		vd := v.vars[val.Raw]
 		if vd == nil {
-			v.fail(loc, path, "variableNotDefined", fmt.Sprintf("Variable $%s is used by %s but not declared", val.raw, v.opName()), map[string]any{"variableName": val.raw})
+			v.fail(loc, path, "variableNotDefined", fmt.Sprintf("Variable $%s is used by %s but not declared", val.Raw, v.opName()), map[string]any{"variableName": val.Raw})
 			return
 		}
-		if !typeCompatible(vd.typ, t, vd.def != nil) {
+		if !typeCompatible(vd.Type, t, vd.DefaultValue != nil) {
 			what := "Type mismatch"
-			if vd.typ.named() == t.named() {
+			if vd.Type.Name() == t.Name() {
 				what = "Nullability mismatch"
 			}
-			v.fail(loc, path, "variableMismatch", fmt.Sprintf("%s on variable $%s and argument %s (%s / %s)", what, val.raw, arg, vd.typ, t),
-				map[string]any{"variableName": val.raw, "typeName": vd.typ.String(), "argumentName": arg, "errorMessage": what})
+			v.fail(loc, path, "variableMismatch", fmt.Sprintf("%s on variable $%s and argument %s (%s / %s)", what, val.Raw, arg, vd.Type, t),
+				map[string]any{"variableName": val.Raw, "typeName": vd.Type.String(), "argumentName": arg, "errorMessage": what})
 		}
-	case val.kind == valNull:
-		if t.nonNull {
+	case val.Kind == ast.NullValue:
+		if t.NonNull {
 			invalid()
 		}
-	case t.elem != nil:
-		if val.kind != valList {
-			v.value(val, t.elem, loc, path, owner, arg)
+	case t.Elem != nil:
+		if val.Kind != ast.ListValue {
+			v.value(val, t.Elem, loc, path, owner, arg)
 			return
 		}
-		for _, item := range val.list {
-			v.value(item, t.elem, loc, path, owner, arg)
+		for _, item := range val.Children {
+			v.value(item.Value, t.Elem, loc, path, owner, arg)
 		}
-	case gqlInputs[t.name] != nil:
-		fields := gqlInputs[t.name]
-		if val.kind != valObject {
+	case gqlInputs[t.NamedType] != nil:
+		fields := gqlInputs[t.NamedType]
+		if val.Kind != ast.ObjectValue {
 			invalid()
 			return
 		}
 		seen := map[string]bool{}
-		for _, fv := range val.fields {
-			ft, known := fields[fv.name]
+		for _, fv := range val.Children {
+			ft, known := fields[fv.Name]
 			if !known {
 				invalid()
 				return
 			}
-			seen[fv.name] = true
-			v.value(fv.value, parseTypeRef(ft), fv.loc, path, owner, arg)
+			seen[fv.Name] = true
+			v.value(fv.Value, typeRef(ft), locOf(fv.Position), path, owner, arg)
 		}
 		for name, ft := range fields {
 			if strings.HasSuffix(ft, "!") && !seen[name] {
@@ -373,66 +379,66 @@ func (v *validator) value(val *gqlValue, t *gqlType, loc gqlLoc, path []any, own
 
 // typeCompatible reports whether a variable of type have may be used where
 // want is expected.
-func typeCompatible(have, want *gqlType, hasDefault bool) bool {
-	if want.nonNull && !have.nonNull && !hasDefault {
+func typeCompatible(have, want *ast.Type, hasDefault bool) bool {
+	if want.NonNull && !have.NonNull && !hasDefault {
 		return false
 	}
-	if (have.elem == nil) != (want.elem == nil) {
+	if (have.Elem == nil) != (want.Elem == nil) {
 		return false
 	}
-	if have.elem != nil {
-		return typeCompatible(have.elem, want.elem, false)
+	if have.Elem != nil {
+		return typeCompatible(have.Elem, want.Elem, false)
 	}
-	return have.name == want.name
+	return have.NamedType == want.NamedType
 }
 
-func literalFits(val *gqlValue, t *gqlType) bool {
-	if val.kind == valVar {
+func literalFits(val *ast.Value, t *ast.Type) bool {
+	if val.Kind == ast.Variable {
 		return true // checked by the variable rules
 	}
-	if val.kind == valNull {
-		return !t.nonNull
+	if val.Kind == ast.NullValue {
+		return !t.NonNull
 	}
-	if t.elem != nil {
-		if val.kind != valList {
-			return literalFits(val, t.elem)
+	if t.Elem != nil {
+		if val.Kind != ast.ListValue {
+			return literalFits(val, t.Elem)
 		}
-		for _, item := range val.list {
-			if !literalFits(item, t.elem) {
+		for _, item := range val.Children {
+			if !literalFits(item.Value, t.Elem) {
 				return false
 			}
 		}
 		return true
 	}
-	switch name := t.name; {
+	switch name := t.NamedType; {
 	case name == "Int":
-		if val.kind != valInt {
+		if val.Kind != ast.IntValue {
 			return false
 		}
-		n, err := strconv.ParseInt(val.raw, 10, 64)
+		n, err := strconv.ParseInt(val.Raw, 10, 64)
 		return err == nil && n >= math.MinInt32 && n <= math.MaxInt32
 	case name == "Float":
-		return val.kind == valInt || val.kind == valFloat
+		return val.Kind == ast.IntValue || val.Kind == ast.FloatValue
 	case name == "Boolean":
-		return val.kind == valBool
+		return val.Kind == ast.BooleanValue
 	case name == "ID":
-		return val.kind == valString || val.kind == valInt
+		return isString(val) || val.Kind == ast.IntValue
 	case gqlScalars[name]:
-		return val.kind == valString
+		return isString(val)
 	case gqlEnums[name] != nil:
-		return val.kind == valEnum && contains(gqlEnums[name], val.raw)
+		return val.Kind == ast.EnumValue && contains(gqlEnums[name], val.Raw)
 	case gqlInputs[name] != nil:
-		if val.kind != valObject {
+		if val.Kind != ast.ObjectValue {
 			return false
 		}
 		fields := gqlInputs[name]
 		seen := map[string]bool{}
-		for _, fv := range val.fields {
-			ft, ok := fields[fv.name]
-			if !ok || !literalFits(fv.value, parseTypeRef(ft)) {
+		for _, fv := range val.Children {
+			ft, ok := fields[fv.Name]
+			if !ok || !literalFits(fv.Value, typeRef(ft)) {
 				return false
 			}
-			seen[fv.name] = true
+			seen[fv.Name] = true
 		}
 		for fname, ft := range fields {
 			if strings.HasSuffix(ft, "!") && !seen[fname] {
@@ -444,76 +450,48 @@ func literalFits(val *gqlValue, t *gqlType) bool {
 	return false
 }
 
-// printValue renders a literal as GraphQL source.
-func printValue(val *gqlValue) string {
-	switch val.kind {
-	case valVar:
-		return "$" + val.raw
-	case valString:
-		return strconv.Quote(val.raw)
-	case valBool:
-		return strconv.FormatBool(val.bool)
-	case valNull:
-		return "null"
-	case valList:
-		var parts []string
-		for _, item := range val.list {
-			parts = append(parts, printValue(item))
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case valObject:
-		var parts []string
-		for _, fv := range val.fields {
-			parts = append(parts, fv.name+": "+printValue(fv.value))
-		}
-		return "{" + strings.Join(parts, ", ") + "}"
-	default:
-		return val.raw
-	}
-}
-
 // coerceVariables checks the request's variables against the operation's
 // declarations and applies defaults.
-func coerceVariables(op *gqlOp, given map[string]any) (map[string]any, []*gqlError) {
+func coerceVariables(op *ast.OperationDefinition, given map[string]any) (map[string]any, []*gqlError) {
 	out := map[string]any{}
 	var errs []*gqlError
-	for _, vd := range op.vars {
-		raw, present := given[vd.name]
-		if !present && vd.def != nil {
-			out[vd.name] = literalValue(vd.def, nil)
+	for _, vd := range op.VariableDefinitions {
+		raw, present := given[vd.Variable]
+		if !present && vd.DefaultValue != nil {
+			out[vd.Variable] = literalValue(vd.DefaultValue, nil)
 			continue
 		}
-		val, problem := coerceInput(raw, vd.typ)
+		val, problem := coerceInput(raw, vd.Type)
 		if problem != "" {
 			errs = append(errs, &gqlError{
-				Message:    fmt.Sprintf("Variable $%s of type %s was provided invalid value", vd.name, vd.typ),
-				Locations:  []gqlLoc{vd.loc},
+				Message:    fmt.Sprintf("Variable $%s of type %s was provided invalid value", vd.Variable, vd.Type),
+				Locations:  []gqlLoc{locOf(vd.Position)},
 				Extensions: map[string]any{"value": raw, "problems": []any{map[string]any{"path": []any{}, "explanation": problem}}},
 			})
 			continue
 		}
-		out[vd.name] = val
+		out[vd.Variable] = val
 	}
 	return out, errs
 }
 
 // coerceInput converts a JSON value to type t; it returns an explanation
 // when the value does not fit.
-func coerceInput(raw any, t *gqlType) (any, string) {
+func coerceInput(raw any, t *ast.Type) (any, string) {
 	if raw == nil {
-		if t.nonNull {
+		if t.NonNull {
 			return nil, "Expected value to not be null"
 		}
 		return nil, ""
 	}
-	if t.elem != nil {
+	if t.Elem != nil {
 		list, isList := raw.([]any)
 		if !isList {
 			list = []any{raw}
 		}
 		out := make([]any, len(list))
 		for i, item := range list {
-			v, p := coerceInput(item, t.elem)
+			v, p := coerceInput(item, t.Elem)
 			if p != "" {
 				return nil, p
 			}
@@ -525,8 +503,8 @@ func coerceInput(raw any, t *gqlType) (any, string) {
 	if err != nil {
 		js = []byte(fmt.Sprint(raw))
 	}
-	bad := fmt.Sprintf("Could not coerce value %s to %s", js, t.name)
-	switch name := t.name; {
+	bad := fmt.Sprintf("Could not coerce value %s to %s", js, t.NamedType)
+	switch name := t.NamedType; {
 	case name == "Int":
 		n, isNum := raw.(json.Number)
 		if !isNum {
@@ -587,7 +565,7 @@ func coerceInput(raw any, t *gqlType) (any, string) {
 			if !known {
 				return nil, fmt.Sprintf("Field is not defined on %s", name)
 			}
-			v, p := coerceInput(fv, parseTypeRef(ft))
+			v, p := coerceInput(fv, typeRef(ft))
 			if p != "" {
 				return nil, p
 			}
@@ -604,36 +582,36 @@ func coerceInput(raw any, t *gqlType) (any, string) {
 }
 
 // literalValue converts a literal to a Go value, substituting variables.
-func literalValue(val *gqlValue, vars map[string]any) any {
-	switch val.kind {
-	case valVar:
-		return vars[val.raw]
-	case valInt:
-		n, err := strconv.Atoi(val.raw)
+func literalValue(val *ast.Value, vars map[string]any) any {
+	switch val.Kind {
+	case ast.Variable:
+		return vars[val.Raw]
+	case ast.IntValue:
+		n, err := strconv.Atoi(val.Raw)
 		if err != nil {
-			return val.raw
+			return val.Raw
 		}
 		return n
-	case valFloat:
-		fl, err := strconv.ParseFloat(val.raw, 64)
+	case ast.FloatValue:
+		fl, err := strconv.ParseFloat(val.Raw, 64)
 		if err != nil {
-			return val.raw
+			return val.Raw
 		}
 		return fl
-	case valString, valEnum:
-		return val.raw
-	case valBool:
-		return val.bool
-	case valList:
-		out := make([]any, len(val.list))
-		for i, item := range val.list {
-			out[i] = literalValue(item, vars)
+	case ast.StringValue, ast.BlockValue, ast.EnumValue:
+		return val.Raw
+	case ast.BooleanValue:
+		return val.Raw == "true"
+	case ast.ListValue:
+		out := make([]any, len(val.Children))
+		for i, item := range val.Children {
+			out[i] = literalValue(item.Value, vars)
 		}
 		return out
-	case valObject:
+	case ast.ObjectValue:
 		out := map[string]any{}
-		for _, fv := range val.fields {
-			out[fv.name] = literalValue(fv.value, vars)
+		for _, fv := range val.Children {
+			out[fv.Name] = literalValue(fv.Value, vars)
 		}
 		return out
 	default:
@@ -645,7 +623,7 @@ func literalValue(val *gqlValue, vars map[string]any) any {
 type executor struct {
 	s    *Server
 	c    *call
-	doc  *gqlDoc
+	doc  *ast.QueryDocument
 	vars map[string]any
 	errs []*gqlError
 }
@@ -653,40 +631,40 @@ type executor struct {
 // fieldGroup is every selection of one response key, merged.
 type fieldGroup struct {
 	key    string
-	fields []*gqlSel
+	fields []*ast.Field
 }
 
-func (x *executor) skipped(dirs []*gqlDirective) bool {
+func (x *executor) skipped(dirs ast.DirectiveList) bool {
 	for _, d := range dirs {
-		cond, _ := literalValue(d.args[0].value, x.vars).(bool)
-		if (d.name == "skip" && cond) || (d.name == "include" && !cond) {
+		cond, _ := literalValue(d.Arguments[0].Value, x.vars).(bool)
+		if (d.Name == "skip" && cond) || (d.Name == "include" && !cond) {
 			return true
 		}
 	}
 	return false
 }
 
-func (x *executor) collect(typeName string, sels []*gqlSel, groups []*fieldGroup, index map[string]*fieldGroup) []*fieldGroup {
+func (x *executor) collect(typeName string, sels ast.SelectionSet, groups []*fieldGroup, index map[string]*fieldGroup) []*fieldGroup {
 	for _, s := range sels {
-		if x.skipped(s.dirs) {
+		if x.skipped(directivesOf(s)) {
 			continue
 		}
-		switch s.kind {
-		case selField:
-			g := index[s.key()]
+		switch s := s.(type) {
+		case *ast.Field:
+			g := index[s.Alias]
 			if g == nil {
-				g = &fieldGroup{key: s.key()}
-				index[s.key()] = g
+				g = &fieldGroup{key: s.Alias}
+				index[s.Alias] = g
 				groups = append(groups, g)
 			}
 			g.fields = append(g.fields, s)
-		case selInline:
-			if s.typeCond == "" || possibleTypes(s.typeCond)[typeName] {
-				groups = x.collect(typeName, s.sel, groups, index)
+		case *ast.InlineFragment:
+			if s.TypeCondition == "" || possibleTypes(s.TypeCondition)[typeName] {
+				groups = x.collect(typeName, s.SelectionSet, groups, index)
 			}
-		case selSpread:
-			if fr := x.doc.frags[s.name]; fr != nil && possibleTypes(fr.typeCond)[typeName] {
-				groups = x.collect(typeName, fr.sel, groups, index)
+		case *ast.FragmentSpread:
+			if fr := x.doc.Fragments.ForName(s.Name); fr != nil && possibleTypes(fr.TypeCondition)[typeName] {
+				groups = x.collect(typeName, fr.SelectionSet, groups, index)
 			}
 		}
 	}
@@ -696,32 +674,32 @@ func (x *executor) collect(typeName string, sels []*gqlSel, groups []*fieldGroup
 // selection executes sels on an object of the concrete type typeName. It
 // returns false when a non-null field came out null: the object is then
 // null itself.
-func (x *executor) selection(typeName string, obj any, sels []*gqlSel, path []any) (*orderedMap, bool) {
+func (x *executor) selection(typeName string, obj any, sels ast.SelectionSet, path []any) (*orderedMap, bool) {
 	out := &orderedMap{vals: map[string]any{}}
 	for _, g := range x.collect(typeName, sels, nil, map[string]*fieldGroup{}) {
 		first := g.fields[0]
 		fpath := append(append([]any(nil), path...), g.key)
-		if first.name == "__typename" {
+		if first.Name == "__typename" {
 			out.set(g.key, typeName)
 			continue
 		}
-		def := gqlTypes[typeName][first.name]
+		def := gqlTypes[typeName][first.Name]
 		args := map[string]any{}
-		for _, a := range first.args {
-			args[a.name] = literalValue(a.value, x.vars)
+		for _, a := range first.Arguments {
+			args[a.Name] = literalValue(a.Value, x.vars)
 		}
-		val, rerr := x.resolve(typeName, obj, first.name, args)
+		val, rerr := x.resolve(typeName, obj, first.Name, args)
 		if rerr != nil {
 			rerr.Path = fpath
-			rerr.Locations = []gqlLoc{first.loc}
+			rerr.Locations = []gqlLoc{locOf(first.Position)}
 			x.errs = append(x.errs, rerr)
 			val = nil
 		}
-		var sub []*gqlSel
+		var sub ast.SelectionSet
 		for _, fs := range g.fields {
-			sub = append(sub, fs.sel...)
+			sub = append(sub, fs.SelectionSet...)
 		}
-		v, good := x.complete(val, parseTypeRef(def.typ), sub, fpath)
+		v, good := x.complete(val, typeRef(def.typ), sub, fpath)
 		if !good {
 			return nil, false
 		}
@@ -732,20 +710,20 @@ func (x *executor) selection(typeName string, obj any, sels []*gqlSel, path []an
 
 // complete shapes a resolved value by its type: lists, objects, leaves,
 // and null checks for non-null types.
-func (x *executor) complete(val any, t *gqlType, sels []*gqlSel, path []any) (any, bool) {
+func (x *executor) complete(val any, t *ast.Type, sels ast.SelectionSet, path []any) (any, bool) {
 	if val == nil {
-		if t.nonNull {
+		if t.NonNull {
 			return nil, false
 		}
 		return nil, true
 	}
-	if t.elem != nil {
+	if t.Elem != nil {
 		items, _ := val.([]any)
 		out := make([]any, 0, len(items))
 		for i, item := range items {
-			v, good := x.complete(item, t.elem, sels, append(append([]any(nil), path...), i))
+			v, good := x.complete(item, t.Elem, sels, append(append([]any(nil), path...), i))
 			if !good {
-				if t.nonNull {
+				if t.NonNull {
 					return nil, false
 				}
 				return nil, true
@@ -754,13 +732,13 @@ func (x *executor) complete(val any, t *gqlType, sels []*gqlSel, path []any) (an
 		}
 		return out, true
 	}
-	if isLeafType(t.name) {
+	if isLeafType(t.NamedType) {
 		return val, true
 	}
 	o := val.(gqlObject)
 	m, good := x.selection(o.typ, o.v, sels, path)
 	if !good {
-		if t.nonNull {
+		if t.NonNull {
 			return nil, false
 		}
 		return nil, true

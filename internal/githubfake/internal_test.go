@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/vektah/gqlparser/v2/ast"
 )
 
 const twoHunkPatch = `diff --git a/a.txt b/a.txt
@@ -120,35 +121,49 @@ func TestSmallHelpers(t *testing.T) {
 	assert.True(t, pathMatches("/repos/{owner}/{repo}/pulls/{n}/reviews", "/repos/Acme/app/pulls/1/reviews"))
 	assert.True(t, pathMatches("/repos/acme/*/pulls/1", "/repos/ACME/app/pulls/1"))
 	assert.False(t, pathMatches("/repos/acme/app", "/repos/acme/app/pulls"))
-	assert.Equal(t, "line one\n  indented", blockString("\n    line one\n      indented\n  "))
 }
 
 func TestGraphQLParserReadsWhatClientsSend(t *testing.T) {
 	t.Parallel()
-	doc, err := parseGraphQL(`
+	doc, gerr := parseGraphQL(`
 		# a comment
 		query Q($a: [ID!]! = ["x"], $b: Boolean) @dir {
 			alias: field(arg: {k: [1, 2.5, "s", ENUM, null, $b]}, s: """
 			  block
+			    indented
 			""") @include(if: true) { ...F ... on T { x } ... { y } }
 		}
 		fragment F on T { z }`)
-	require.NoError(t, err)
-	require.Len(t, doc.ops, 1)
-	op := doc.ops[0]
-	assert.Equal(t, "Q", op.name)
-	assert.Equal(t, "[ID!]!", op.vars[0].typ.String())
-	sel := op.sel[0]
-	assert.Equal(t, "alias", sel.key())
-	assert.Equal(t, "field", sel.name)
-	assert.Equal(t, `{k: [1, 2.5, "s", ENUM, null, $b]}`, printValue(sel.args[0].value))
-	assert.Equal(t, "block", sel.args[1].value.raw)
-	assert.Len(t, sel.sel, 3)
-	assert.Contains(t, doc.frags, "F")
+	require.Nil(t, gerr)
+	require.Len(t, doc.Operations, 1)
+	op := doc.Operations[0]
+	assert.Equal(t, "Q", op.Name)
+	assert.Equal(t, "[ID!]!", op.VariableDefinitions[0].Type.String())
+	sel := op.SelectionSet[0].(*ast.Field)
+	assert.Equal(t, "alias", responseKey(sel))
+	assert.Equal(t, "field", sel.Name)
+	assert.Equal(t, `{k: [1, 2.5, "s", ENUM, null, $b]}`, printValue(sel.Arguments[0].Value))
+	assert.Equal(t, "block\n  indented", sel.Arguments[1].Value.Raw)
+	assert.Len(t, sel.SelectionSet, 3)
+	assert.NotNil(t, doc.Fragments.ForName("F"))
+	assert.Equal(t, "[Foo!]!", typeRef("[Foo!]!").String())
 
-	for _, bad := range []string{"", "{", "query { a(b: ) }", `{ a(b: "x`, "{ a } }", "fragment on on T { a }"} {
-		_, err := parseGraphQL(bad)
-		assert.Error(t, err, "%q", bad)
+	// Syntax errors are worded and placed as GitHub words them.
+	for _, c := range []struct{ src, msg string }{
+		{"{", "Unexpected end of document"},
+		{"fragment F on T { a }", "Unexpected end of document"},
+		{"query { a(b: ) }", `Parse error on ")" (RPAREN) at [1, 14]`},
+		{"{ a } }", `Parse error on "}" (RCURLY) at [1, 7]`},
+		{"fragment on on T { a }", `Parse error on "on" (ON) at [1, 10]`},
+		{"{ a }\nfoo { b }", `Parse error on "foo" (IDENTIFIER) at [2, 1]`},
+		{"{ a } fragment F on T { a } fragment F on T { b }", `Fragment name "F" must be unique`},
+		{`{ a(b: "x`, "Unterminated string."},
+	} {
+		_, gerr := parseGraphQL(c.src)
+		if assert.NotNil(t, gerr, "%q", c.src) {
+			assert.Equal(t, c.msg, gerr.Message, "%q", c.src)
+			assert.Len(t, gerr.Locations, 1, "%q", c.src)
+		}
 	}
 }
 

@@ -665,7 +665,9 @@ func valueMessage(key, msg string) string {
 
 // keyLine finds the line that sets a dotted key ("spawn.idle_timeout") in a
 // TOML document, or 0. It reads table headers and key = value lines, which is
-// all a spawn-team.toml holds.
+// all a spawn-team.toml holds. The decoder knows each key's position, but
+// BurntSushi/toml (v1.6.0, its latest release) keeps it unexported in
+// MetaData, so the line is found here.
 func keyLine(data []byte, key string) int {
 	table := ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
