@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,7 +69,7 @@ func TestClaudeCommand(t *testing.T) {
 			turn:     Turn{Prompt: "do it", Dir: "/w"},
 			wantPath: "claude",
 			wantArgs: append(base, "--permission-mode", "acceptEdits"),
-			wantEnv:  []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=0"},
+			wantEnv:  []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1", "CLAUDE_CODE_MAX_RETRIES=0"},
 		},
 		{
 			name: "everything",
@@ -83,11 +84,12 @@ func TestClaudeCommand(t *testing.T) {
 				Settings:           "/run/hooks.json",
 			},
 			turn: Turn{
-				Prompt:   "fix it",
-				Dir:      "/w",
-				Resume:   "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee",
-				Allow:    []string{"Bash(go build:*)"},
-				MaxTurns: 7,
+				Prompt:      "fix it",
+				Dir:         "/w",
+				Resume:      "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee",
+				Allow:       []string{"Bash(go build:*)"},
+				MaxTurns:    7,
+				ToolTimeout: 20 * time.Minute,
 			},
 			wantPath: "/opt/claude",
 			wantArgs: append(base,
@@ -100,15 +102,18 @@ func TestClaudeCommand(t *testing.T) {
 				"--resume", "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee",
 				"--max-turns", "7",
 			),
-			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=2"},
+			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1",
+				"BASH_DEFAULT_TIMEOUT_MS=1200000", "BASH_MAX_TIMEOUT_MS=1200000", "CLAUDE_CODE_MAX_RETRIES=2"},
 		},
 		{
 			name:     "turn allow only",
 			claude:   Claude{PermissionMode: "plan", MaxRetries: -1},
-			turn:     Turn{Prompt: "p", Allow: []string{"Write", "Bash(git *)"}},
+			turn:     Turn{Prompt: "p", Allow: []string{"Write", "Bash(git *)"}, ToolTimeout: 1000 * time.Hour},
 			wantPath: "claude",
 			wantArgs: append(base, "--permission-mode", "plan", "--allowedTools", "Write,Bash(git *)"),
-			wantEnv:  []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
+			// claude takes no timeout beyond 2^31-1 ms.
+			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1",
+				"BASH_DEFAULT_TIMEOUT_MS=2147483647", "BASH_MAX_TIMEOUT_MS=2147483647"},
 		},
 	}
 	for _, tt := range tests {

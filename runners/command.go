@@ -1,6 +1,10 @@
 package runners
 
-import "github.com/infinite-improbability-drive/spawn/internal/proc"
+import (
+	"time"
+
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+)
 
 // Command is one agent process to start. The watcher starts it through
 // spawn's exec seam; runners never start processes.
@@ -26,4 +30,9 @@ type Turn struct {
 	Allow []string
 	// MaxTurns is passed to the CLI as its own turn cap; 0 means none.
 	MaxTurns int
+	// ToolTimeout is the longest one tool call of the turn may run: the
+	// supervisor's tool_timeout. A CLI that bounds its own tool calls is
+	// given it as that bound (claude: its Bash tool's default and longest
+	// timeout); 0 leaves the CLI's own bound.
+	ToolTimeout time.Duration
 }

@@ -141,7 +141,13 @@ type Outcome struct {
 // stopped. Its stdout and stderr are private temporary files (see
 // newOutputFile) that Run follows as they grow and frees before it returns;
 // the caller owns Transcript and Errlog and closes them.
+//
+// A turn without a ToolTimeout of its own gets opts.ToolTimeout: the agent
+// is told how long one tool call may run (see runners.Turn).
 func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Outcome, error) {
+	if turn.ToolTimeout == 0 {
+		turn.ToolTimeout = opts.ToolTimeout
+	}
 	cmd, err := agent.Command(turn)
 	if err != nil {
 		return Outcome{}, err
