@@ -98,8 +98,17 @@ func (c *Claude) Command(t Turn) (Command, error) {
 	if bin == "" {
 		bin = "claude"
 	}
-	return Command{Path: bin, Args: args, Env: env, Dir: t.Dir, Stdin: t.Prompt}, nil
+	cmd := Command{Path: bin, Args: args, Env: env, Dir: t.Dir, Stdin: t.Prompt}
+	if t.ToolTimeout > 0 {
+		cmd.ToolGrace = claudeToolGrace
+	}
+	return cmd, nil
 }
+
+// claudeToolGrace is the Command.ToolGrace of a claude turn: the time
+// claude has, once a Bash command reaches the turn's ToolTimeout, to stop
+// it and write its tool result (it took well under a second here).
+const claudeToolGrace = 30 * time.Second
 
 // claudeForeground is the environment that has claude wait for every Bash
 // command it runs, up to toolTimeout, and hand its output to the model.
@@ -119,11 +128,13 @@ func (c *Claude) Command(t Turn) (Command, error) {
 //
 // spawn's tool_timeout is that timeout: the default and the longest a
 // model may ask for are toolTimeout (in milliseconds; at most 2^31-1, the
-// most claude takes), so the command is stopped, and the coder told, where
-// spawn's watcher would otherwise have had to stop the whole agent (claude
-// prints a heartbeat every 30 seconds while a tool runs, so its tool calls
-// are never silent for long). A model that asks for a shorter timeout gets
-// it. toolTimeout 0 keeps claude's own timeouts.
+// most claude takes). A command that runs that long is stopped, and the
+// coder told, instead of the whole coder being stopped: claude prints a
+// heartbeat line every 30 seconds while a tool runs, so the supervisor's
+// silence timer does not see a long command anyway, and the supervisor
+// gives claude claudeToolGrace beyond toolTimeout (Command.ToolGrace) to
+// report it. A model that asks for a shorter timeout gets it. toolTimeout
+// 0 keeps claude's own timeouts.
 func claudeForeground(toolTimeout time.Duration) []string {
 	env := []string{"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1"}
 	if toolTimeout <= 0 {
@@ -470,14 +481,15 @@ func claudeResult(l *claudeLine, retryStatus int) *Result {
 	return res
 }
 
-// claudeAPIError starts the text of every result claude (2.1.197) ends with
-// when a model API call fails: "API Error: 500 ...", "API Error: Repeated
-// 529 Overloaded errors. ...", "API Error: Unable to connect to API ...".
+// claudeAPIError starts the text of every result claude (2.1.197, 2.1.332)
+// ends with when a model API call fails: "API Error: 500 ...", "API Error:
+// Repeated 529 Overloaded errors. ...", "API Error: Unable to connect to
+// API ..." (2.1.197), "API Error: Connection refused ..." (2.1.332).
 const claudeAPIError = "API Error"
 
 // claudeHTTPStatus finds the HTTP status in the text of claude's API error
 // result, for a result whose api_error_status is null (as it is when claude
-// gives up after repeated 529s: "API Error: Repeated 529 Overloaded errors.
+// 2.1.197 gives up after repeated 529s: "API Error: Repeated 529 Overloaded errors.
 // The API is at capacity..."). It returns a lone number from 400 to 599 in
 // the first sentence of msg (the rest names the gateway host, which may
 // hold digits); else 529 when msg says the API is overloaded ("Overloaded",

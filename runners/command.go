@@ -14,6 +14,12 @@ type Command struct {
 	Env   []string // KEY=VALUE pairs added to (and overriding) the inherited environment
 	Dir   string   // working directory
 	Stdin string   // written to the process's stdin, then stdin is closed: the prompt
+	// ToolGrace is how much longer than the turn's ToolTimeout the
+	// supervisor lets a tool call stay silent, for a CLI that stops its own
+	// tool calls at ToolTimeout: it is given the time to stop the call and
+	// tell its model so before the supervisor stops the whole agent. 0 for
+	// a CLI that does not.
+	ToolGrace time.Duration
 	// Cage holds the agent's process tree to its limits; set by spawn's
 	// confinement, nil from the runners.
 	Cage *proc.Cage
