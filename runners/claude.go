@@ -116,15 +116,17 @@ const claudeToolGrace = 30 * time.Second
 // Left to itself, claude (2.1.332) gives a command without a timeout of its
 // own 2 minutes (BASH_DEFAULT_TIMEOUT_MS; the model may ask for up to 10,
 // BASH_MAX_TIMEOUT_MS) and then moves it to the background: the model is
-// told "Command did not complete within its 2m timeout and was moved to the
-// background", usually ends its turn with a result line written while the
-// command still runs, and claude -p waits for the command to start another
-// turn and write another result. A coder's `go test` that runs longer than 2
-// minutes would go unseen by the coder when it answers. With background
-// tasks off (CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1: no run_in_background,
-// no moving to the background) claude runs every command in the
-// foreground until it ends or reaches its timeout, and then kills it and
-// tells the model "Command timed out after 20m".
+// told "Command did not complete within its 120s timeout and was moved to
+// the background", answers without the command's output (a result line
+// written while the command runs), and claude -p waits for the command and
+// then starts a turn of its own, ending in another result line. A coder's
+// `go test` that runs longer than 2 minutes goes unseen by the coder when
+// it answers. With background tasks off
+// (CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1: no run_in_background, nothing
+// moved to the background, no refusal of a long leading sleep) claude runs
+// every command in the foreground until it ends or reaches its timeout,
+// when it kills the command and tells the model "Command timed out after
+// 2m 0s".
 //
 // spawn's tool_timeout is that timeout: the default and the longest a
 // model may ask for are toolTimeout (in milliseconds; at most 2^31-1, the
