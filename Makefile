@@ -1,13 +1,25 @@
-# spawn's two commands for a fresh machine: `make demo` and `make test`.
+# spawn's commands for a fresh machine: `make demo`, `make install` and `make test`.
 GO     ?= go
 AGENTS := $(CURDIR)/agents/node_modules/.bin
+# make install puts spawn (and links to the pinned CLIs) in $(PREFIX)/bin.
+PREFIX ?= $(HOME)/.local
 
-.PHONY: all build agents demo test vet bench clean
+# The version and commit spawn version prints: the tag (git describe), and
+# the commit with -dirty for a modified tree; "" outside a git checkout.
+VERSION := $(shell git describe --tags --dirty 2>/dev/null)
+COMMIT  := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c-dirty; })
+LDFLAGS := -X github.com/infinite-improbability-drive/spawn/internal/cli.buildVersion=$(VERSION) -X github.com/infinite-improbability-drive/spawn/internal/cli.buildCommit=$(COMMIT)
+
+.PHONY: all build ldflags agents install demo demo-github test vet cross bench clean
 
 all: build
 
 build:
-	$(GO) build -o bin/spawn ./cmd/spawn
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/spawn ./cmd/spawn
+
+# The linker flags build uses (a test checks that they stamp spawn version).
+ldflags:
+	@echo '$(LDFLAGS)'
 
 # The pinned agent CLIs (agents/package.json), installed locally, never globally.
 agents: agents/node_modules/.spawn-installed
@@ -16,18 +28,51 @@ agents/node_modules/.spawn-installed: agents/package.json agents/package-lock.js
 	cd agents && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+# spawn and the pinned CLIs on PATH: spawn is copied to $(PREFIX)/bin, and
+# claude, gemini and codex there are links to agents/node_modules/.bin (a CLI
+# of your own in $(PREFIX)/bin is kept; spawn doctor says which one spawn
+# finds and whether it is the pinned version).
+install: build agents
+	install -d $(PREFIX)/bin
+	install -m 0755 bin/spawn $(PREFIX)/bin/spawn
+	@for cli in claude gemini codex; do \
+	  [ -e $(AGENTS)/$$cli ] || continue; \
+	  if [ -e $(PREFIX)/bin/$$cli ] && [ ! -L $(PREFIX)/bin/$$cli ]; then \
+	    echo "kept your own $(PREFIX)/bin/$$cli"; \
+	  else \
+	    ln -sfn $(AGENTS)/$$cli $(PREFIX)/bin/$$cli && echo "linked $(PREFIX)/bin/$$cli to $(AGENTS)/$$cli"; \
+	  fi; \
+	done
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "put $(PREFIX)/bin on PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
+	@echo "then, in your repository: spawn doctor"
+
 # Runs spawn's main job offline: the real claude and gemini CLIs, scripted models, no API key.
 demo: build agents
 	./bin/spawn demo --claude $(AGENTS)/claude --gemini $(AGENTS)/gemini
 
+# The same loop as a pull request on a fake GitHub. The fake is test code,
+# which the spawn binary does not carry: the GitHub demo is a test, shown.
+demo-github: agents
+	cd internal/cli && $(GO) test -count=1 -run '^TestDemoInGitHubModeShowsThePullRequestsLife$$' -args -show-demo
+
 vet:
 	$(GO) vet ./...
 
-# Everything CI runs: vet, a short pass of every fuzz target, a quick pass
-# of the benchmarks (so they cannot rot), then every test, last. The
-# end-to-end tests drive the real claude and gemini binaries from agents/;
-# under CI=true they fail rather than skip without them.
-test: agents vet
+# spawn builds and vets for macOS too (Apple silicon and Intel), so that
+# `go install .../cmd/spawn@latest` works on a Mac: what is Linux's stays
+# behind build tags, with Darwin's beside it. Cached after the first run.
+cross:
+	GOOS=darwin GOARCH=arm64 $(GO) build ./...
+	GOOS=darwin GOARCH=arm64 $(GO) vet ./...
+	GOOS=darwin GOARCH=amd64 $(GO) build ./...
+	GOOS=darwin GOARCH=amd64 $(GO) vet ./...
+
+# Everything CI runs: vet, the macOS builds, a short pass of every fuzz
+# target, a quick pass of the benchmarks (so they cannot rot), then every
+# test, last. The end-to-end tests drive the real claude and gemini
+# binaries from agents/; under CI=true they fail rather than skip without
+# them.
+test: agents vet cross
 	GO=$(GO) ./scripts/fuzz-short.sh
 	SMOKE=1 GO=$(GO) ./scripts/bench-table.sh
 	$(GO) test -race -count=1 -timeout 15m ./...

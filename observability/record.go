@@ -230,7 +230,7 @@ const (
 
 // Isolation is how a run's agents were confined.
 type Isolation struct {
-	// Mode is "bwrap" (bubblewrap) or "none".
+	// Mode is "bwrap" (bubblewrap, Linux), "seatbelt" (macOS) or "none".
 	Mode string `json:"mode"`
 	// Network is "open" or "model-only".
 	Network string `json:"network"`
@@ -444,6 +444,9 @@ type Resume struct {
 	FromVerdict  Verdict   `json:"from_verdict"`
 	FromExitCode int       `json:"from_exit_code"`
 	FromError    *Error    `json:"from_error"`
+	// FromDurationMS is how long the run had run, in all its earlier
+	// parts, when it was resumed: Finish adds the time since At to it.
+	FromDurationMS int64 `json:"from_duration_ms"`
 	// Round is the round the continuation began in.
 	Round int `json:"round"`
 }
@@ -508,6 +511,11 @@ func (r *Record) Finish(status Status, exitCode int, at time.Time) {
 	r.ExitCode = exitCode
 	r.FinishedAt = &at
 	r.DurationMS = at.Sub(r.StartedAt).Milliseconds()
+	if n := len(r.Resumes); n > 0 {
+		// The time the run sat stopped before it was resumed does not count.
+		last := r.Resumes[n-1]
+		r.DurationMS = last.FromDurationMS + at.Sub(last.At).Milliseconds()
+	}
 }
 
 // MarshalJSON encodes the record with every nil list as [].

@@ -109,3 +109,16 @@ func TestWriteFileIsAtomicAndRedacted(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, entries, 1, "no temporary file is left behind")
 }
+
+// A resumed run's duration counts the time it ran, not the hours it sat
+// stopped before it was resumed.
+func TestAResumedRunsDurationLeavesOutTheTimeItSatStopped(t *testing.T) {
+	start := time.Date(2026, 1, 2, 9, 0, 0, 0, time.UTC)
+	rec := New("20260102-090000-abcd", "task", ModeSolo, start)
+	rec.Finish(StatusInterrupted, 130, start.Add(2*time.Minute))
+	assert.Equal(t, int64(2*60*1000), rec.DurationMS)
+	resumed := start.Add(5 * time.Hour)
+	rec.Resumes = append(rec.Resumes, Resume{At: resumed, FromStatus: StatusInterrupted, FromDurationMS: rec.DurationMS})
+	rec.Finish(StatusSucceeded, 0, resumed.Add(3*time.Minute))
+	assert.Equal(t, int64(5*60*1000), rec.DurationMS, "2 minutes, then 3 after the resume")
+}

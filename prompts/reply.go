@@ -42,9 +42,9 @@ func Continue(prompt string) string {
 const maxReasonRunes = 500
 
 // replyLine is one line of the coder-reply contract: a finding id (12 hex
-// digits, optionally in backticks or bold), a separator, fixed or declined,
-// and the reason after an optional separator.
-var replyLine = regexp.MustCompile("(?i)(?:^|[^0-9a-z])([0-9a-f]{12})[`*\"']*\\s*(?:[:=>\\-\u2013\u2014]+\\s*)?[`*\"']*(fixed|declined)[`*\"']*\\s*(?:[:\\-\u2013\u2014]+\\s*)?(.*)$")
+// digits, or the shown form "F-610c", optionally in backticks or bold), a
+// separator, fixed or declined, and the reason after an optional separator.
+var replyLine = regexp.MustCompile("(?i)(?:^|[^0-9a-z-])(F-[0-9a-f]{4,12}|[0-9a-f]{12})[`*\"']*\\s*(?:[:=>\\-\u2013\u2014]+\\s*)?[`*\"']*(fixed|declined)[`*\"']*\\s*(?:[:\\-\u2013\u2014]+\\s*)?(.*)$")
 
 // ParseCoderReplies reads the coder's replies to the findings with the
 // given ids from its final message, leniently: the contract (the Fix prompt
@@ -53,7 +53,8 @@ var replyLine = regexp.MustCompile("(?i)(?:^|[^0-9a-z])([0-9a-f]{12})[`*\"']*\\s
 // (bare or fenced) is read too, either mapping ids to replies
 // ({"<id>": {"action": "declined", "reason": "..."}} or
 // {"<id>": "declined - reason"}) or holding a "replies" array of
-// {"id"|"finding_id", "action", "reason"}. Ids are matched case-insensitively;
+// {"id"|"finding_id", "action", "reason"}. Ids are matched case-insensitively,
+// in full or in the form spawn shows ("F-610c", ShortFindingIDs);
 // ids not in ids are ignored; when a finding is answered more than once the
 // last answer counts. The result is in the order of ids, holds only the
 // findings answered, and is never an error: a message that follows no
@@ -65,7 +66,7 @@ func ParseCoderReplies(text string, ids []string) []CoderReply {
 	}
 	got := map[string]CoderReply{}
 	add := func(id, action, reason string) {
-		id = strings.ToLower(strings.TrimSpace(id))
+		id = ResolveFindingID(id, ids)
 		if !known[id] {
 			return
 		}

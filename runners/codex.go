@@ -31,7 +31,8 @@ const (
 	// commit), /tmp and $TMPDIR, nowhere else, without network.
 	CodexWorkspaceWrite CodexSandbox = "workspace-write"
 	// CodexFullAccess turns codex's sandbox off. Only allowed when spawn's
-	// own sandbox (bubblewrap) is around codex: see Codex.Confined.
+	// own sandbox (bubblewrap, or Seatbelt on macOS) is around codex: see
+	// Codex.Confined.
 	CodexFullAccess CodexSandbox = "danger-full-access"
 )
 
@@ -86,12 +87,15 @@ type Codex struct {
 	Home string
 	// Sandbox is codex's own sandbox for the turn; "" means CodexReadOnly.
 	Sandbox CodexSandbox
-	// Confined says spawn's own sandbox (bubblewrap) is around codex. Only
-	// then does Command accept CodexFullAccess: codex's sandbox nests in
-	// bubblewrap where user namespaces may be nested, and where they may
-	// not (bwrap --disable-userns) its every command fails with "bwrap:
-	// Creating new namespace failed"; full access is the way out there, and
-	// only there.
+	// Confined says spawn's own sandbox (bubblewrap, or Seatbelt on macOS)
+	// is around codex. Only then does Command accept CodexFullAccess:
+	// codex's sandbox nests in bubblewrap where user namespaces may be
+	// nested, and where they may not (bwrap --disable-userns) its every
+	// command fails with "bwrap: Creating new namespace failed"; on macOS
+	// codex's own sandbox is Seatbelt too, and Seatbelt profiles never nest
+	// (its every command fails with "sandbox_apply: Operation not
+	// permitted"), so under spawn's Seatbelt codex must run with
+	// CodexFullAccess. Full access is the way out there, and only there.
 	Confined bool
 	// MaxRetries bounds codex's retries of a failed model request and of a
 	// dropped stream (request_max_retries, stream_max_retries) when >= 0;

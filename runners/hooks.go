@@ -50,6 +50,12 @@ const hookTimeout = 60
 //
 // through its shell, each word single-quoted. exe must be an absolute path
 // to a binary that answers HookArg calls (see HookCall).
+//
+// They also keep claude's own sandbox off ("sandbox": {"enabled": false}),
+// whatever the repository's .claude/settings.json says (--settings takes
+// precedence over a project's settings): spawn's sandbox is the boundary,
+// and a sandbox does not nest in it (Seatbelt's sandbox_apply fails with
+// "Operation not permitted"; bubblewrap cannot make a user namespace).
 func ClaudeHookSettings(exe string, args ...string) ([]byte, error) {
 	if !strings.HasPrefix(exe, "/") {
 		return nil, fmt.Errorf("runners: claude hooks: %q is not an absolute path", exe)
@@ -76,7 +82,7 @@ func ClaudeHookSettings(exe string, args ...string) ([]byte, error) {
 		}
 		hooks[claudeEvent[ev]] = []matcher{m}
 	}
-	b, err := json.MarshalIndent(map[string]any{"hooks": hooks}, "", "  ")
+	b, err := json.MarshalIndent(map[string]any{"hooks": hooks, "sandbox": map[string]bool{"enabled": false}}, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("runners: claude hooks: %w", err)
 	}

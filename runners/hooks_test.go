@@ -29,6 +29,11 @@ func TestClaudeHookSettingsInstallEveryHookWithQuotedWords(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(b, &s))
 	require.Len(t, s.Hooks, 3)
+	var sandbox struct {
+		Sandbox map[string]any `json:"sandbox"`
+	}
+	require.NoError(t, json.Unmarshal(b, &sandbox))
+	assert.Equal(t, map[string]any{"enabled": false}, sandbox.Sandbox, "claude's own sandbox stays off: spawn's is around it")
 	for name, event := range map[string]string{"PostToolUse": "post-tool-use", "PostToolUseFailure": "post-tool-use-failure", "Stop": "stop"} {
 		require.Len(t, s.Hooks[name], 1, name)
 		m := s.Hooks[name][0]

@@ -36,13 +36,13 @@ bench() {
 
 if [ "$SMOKE" = 1 ]; then
 	BENCHTIME=1x
-	bench ./spawn 'BenchmarkSoloRun$|BenchmarkVersionStartup$'
+	bench ./spawn 'BenchmarkSoloRun$|BenchmarkVersionStartup$|BenchmarkSeatTurn$'
 	bench ./spawn/runs 'BenchmarkList1000$'
 	bench ./internal/cli 'BenchmarkLs1000Runs$'
 	bench ./spawn/sandbox 'BenchmarkWorktree$'
 	bench ./watcher 'BenchmarkStream$' @1MB SPAWN_BENCH_STREAM_MB=1
 else
-	bench ./spawn 'BenchmarkSoloRun$|BenchmarkPingpongOverhead$|BenchmarkConcurrent8$|BenchmarkReviewerBytes$|BenchmarkVersionStartup$'
+	bench ./spawn 'BenchmarkSoloRun$|BenchmarkPingpongOverhead$|BenchmarkConcurrent8$|BenchmarkReviewerBytes$|BenchmarkVersionStartup$|BenchmarkSeatTurn$'
 	bench ./spawn/runs 'BenchmarkList1000$'
 	bench ./internal/cli 'BenchmarkLs1000Runs$'
 	bench ./spawn/sandbox 'BenchmarkWorktree$|BenchmarkTurnCommit$'
@@ -84,6 +84,12 @@ END {
 	row("solo turn vs bare claude", ms("BenchmarkSoloRun/spawn", "ns/op"), ms("BenchmarkSoloRun/claude", "ns/op"), "ms")
 	one("  its claude process, under the sandbox", v("BenchmarkSoloRun/spawn", "agent-ms"), "ms", "-")
 	one("  the rest: spawn (setup, commit, finish)", v("BenchmarkSoloRun/spawn", "spawn-ms"), "ms", "-")
+	n = split("claude codex gemini", cli, " ")
+	for (i = 1; i <= n; i++) {
+		k = "BenchmarkSeatTurn/" cli[i]
+		row("coder turn: " cli[i] " under spawn vs bare", ms(k "/spawn", "ns/op"), ms(k "/bare", "ns/op"), "ms")
+		one("  of it, spawn itself (setup, commit, finish)", v(k "/spawn", "spawn-ms"), "ms", "-")
+	}
 	p = "BenchmarkPingpongOverhead"
 	row("pingpong run (2 rounds) wall vs agents own time", v(p, "wall-ms"), v(p, "agents-ms"), "ms")
 	one("  overhead per agent process", v(p, "overhead-ms/proc"), "ms", "-")

@@ -241,8 +241,7 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 	budget, ok := sessionBudget(r.opts.Config.Spawn.MaxCostUSD, spent)
 	if !ok {
 		r.spend.end(key, 0)
-		return nil, errorf(KindBudget, nil, "the run's cost budget (max_cost_usd = $%g) is used up (about $%.4f spent by the coder and the reviewers), so %s was not started; raise max_cost_usd in [spawn] to go further",
-			r.opts.Config.Spawn.MaxCostUSD, spent, who.cli)
+		return nil, errorf(KindBudget, nil, "%s", budgetUsedUp(who.cli, r.opts.Config.Spawn.MaxCostUSD, spent))
 	}
 	policy.MaxCostUSD = budget
 	r.spend.forget(who.key)
@@ -302,7 +301,7 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 				Tools:      who.tools,
 			}}
 			if out.Init != nil {
-				e.Process.Session = out.Init.SessionID
+				e.Process.Session, e.Process.Model = out.Init.SessionID, out.Init.Model
 				if len(out.Init.Tools) > 0 {
 					e.Process.Tools = out.Init.Tools
 				}
@@ -316,6 +315,11 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 			emit(e)
 		},
 		OnProgress: func(p watcher.Progress) {
+			if who.role == observability.RoleCoder {
+				// A message a hook handed the coder is told as it is,
+				// before what the coder does with it.
+				r.recordMessages(r.pre.seats.coder)
+			}
 			emit(Event{Kind: EventAgent, Agent: &p, RunCostUSD: r.spend.update(key, p.CostUSD)})
 		},
 	}
@@ -381,25 +385,12 @@ func (r *run) classify(sess *watcher.Session, who agent, a *confined) error {
 	hint := fmt.Sprintf("see the transcripts in %s", r.dir.Dir)
 	out := sess.Last()
 	switch sess.Stopped {
-	case watcher.StopIdleTimeout:
-		return errorf(KindTimeout, nil, "%s printed nothing for the idle timeout (idle_timeout) and was stopped; its work is committed on the sandbox branch", cli)
-	case watcher.StopTotalTimeout:
-		return errorf(KindTimeout, nil, "%s ran past the total timeout (total_timeout) and was stopped; its work is committed on the sandbox branch", cli)
+	case watcher.StopIdleTimeout, watcher.StopTotalTimeout, watcher.StopMaxTurns, watcher.StopToolTimeout, watcher.StopMaxCost:
+		return errorf(limitKind(sess.Stopped), nil, "%s", limitStop(cli, sess.Stopped, r.opts.Config, sess.Turns, oneLine(out.Tool), r.spend.total()))
 	case watcher.StopCancelled:
-		return errorf(KindInterrupted, context.Canceled, "interrupted; %s was stopped and its work is committed on the sandbox branch", cli)
-	case watcher.StopMaxTurns:
-		return errorf(KindBudget, nil, "%s used up its turn budget (max_turns) after %d turns and was stopped; its work is committed on the sandbox branch", cli, sess.Turns)
-	case watcher.StopToolTimeout:
-		return errorf(KindTimeout, nil, "%s's tool call %q printed nothing for the tool timeout (tool_timeout = %s) and was stopped; if the command needs longer, raise tool_timeout in [spawn] of spawn-team.toml (or SPAWN_TOOL_TIMEOUT); its work is committed on the sandbox branch",
-			cli, oneLine(out.Tool), r.opts.Config.Spawn.ToolTimeout)
+		return errorf(KindInterrupted, context.Canceled, "%s was stopped by an interrupt (Ctrl-C, a signal, or spawn stop)", cli)
 	case watcher.StopMaxProcesses, watcher.StopMaxMemory, watcher.StopMaxDisk:
-		what := out.Limit
-		key := map[watcher.StopReason]string{watcher.StopMaxProcesses: "max_processes", watcher.StopMaxMemory: "max_memory", watcher.StopMaxDisk: "max_disk"}[sess.Stopped]
-		return errorf(KindBudget, nil, "%s reached the sandbox's %s limit (%s) and was stopped; if the work needs more, raise %s in [sandbox] of your spawn-team.toml; its work is committed on the sandbox branch",
-			cli, key, what, key)
-	case watcher.StopMaxCost:
-		return errorf(KindBudget, nil, "%s reached the run's cost budget (max_cost_usd = $%g for the coder and the reviewers together, about $%.4f spent) and was stopped; its work is committed on the sandbox branch",
-			cli, r.opts.Config.Spawn.MaxCostUSD, r.spend.total())
+		return errorf(KindBudget, nil, "%s", sandboxLimitStop(cli, sess.Stopped, out.Limit))
 	}
 	res := out.Result
 	if res != nil && !res.IsError {
@@ -473,8 +464,8 @@ func (r *run) classify(sess *watcher.Session, who agent, a *confined) error {
 
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:197]) + "..."
+	if short, cut := cutAtWord(s, 197); cut {
+		s = short + "..."
 	}
 	return s
 }

@@ -458,7 +458,7 @@ func finishClean(c Cleaned, action CleanAction, reason string, releaseErr error)
 
 // liveReason says which process holds a live run.
 func liveReason(id string, h *runs.Holder) string {
-	return (&runs.LiveError{ID: id, Holder: h}).Error() + "; stop it first (Ctrl-C in its terminal)"
+	return (&runs.LiveError{ID: id, Holder: h}).Error() + "; stop it first with spawn stop " + id
 }
 
 // refusal says what a refused run would lose.

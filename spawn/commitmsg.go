@@ -11,8 +11,9 @@ import (
 const subjectWidth = 72
 
 // commitMessage is the message of the commit spawn makes of what the coder
-// left in a round: a subject naming the task (cut at a word, never inside
-// one), a body with the rest of the task (round 1) or the findings the
+// left in a round: a subject naming the task (shortened at a word, never
+// inside one, and without "...": git log on a merged branch shows a subject
+// that reads as a sentence), a body with the rest of the task (round 1) or the findings the
 // round addressed (a fix round), and the trailers Spawn-Run and
 // Spawn-Round, which lead from a merged commit back to its record. It
 // returns the subject and the whole message.
@@ -42,18 +43,18 @@ func commitMessage(id, task string, round int, addressed []observability.Finding
 	return subject, subject + "\n\n" + strings.Join(body, "\n\n") + "\n"
 }
 
-// cutAtWord shortens s to at most width runes at a word boundary, with
-// "..." when it cut; it reports whether it cut.
+// cutAtWord shortens s to at most width runes at a word boundary; it
+// reports whether it cut.
 func cutAtWord(s string, width int) (string, bool) {
 	r := []rune(s)
 	if len(r) <= width {
 		return s, false
 	}
-	keep := string(r[:width-3])
-	if i := strings.LastIndexAny(keep, " \t"); i > 0 && r[len([]rune(keep))] != ' ' {
+	keep := string(r[:width])
+	if i := strings.LastIndexAny(keep, " \t"); i > 0 && r[width] != ' ' {
 		keep = keep[:i]
 	}
-	return strings.TrimRight(keep, " \t,;:.") + "...", true
+	return strings.TrimRight(keep, " \t,;:"), true
 }
 
 // findingPlace is a finding's file:line, its file, or "the whole change".

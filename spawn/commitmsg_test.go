@@ -15,7 +15,7 @@ import (
 func TestSpawnCommitsReadWellInGitLog(t *testing.T) {
 	long := "Make the importer skip rows whose amount column is empty instead of crashing with a parse error"
 	subject, msg := commitMessage("20261123-070000-ab12", long, 1, nil)
-	assert.Equal(t, "spawn: Make the importer skip rows whose amount column is empty...", subject)
+	assert.Equal(t, "spawn: Make the importer skip rows whose amount column is empty instead", subject)
 	assert.LessOrEqual(t, len([]rune(subject)), subjectWidth)
 	assert.Equal(t, subject+"\n\nTask: "+long+"\n\nSpawn-Run: 20261123-070000-ab12\nSpawn-Round: 1\n", msg)
 
@@ -29,6 +29,9 @@ func TestSpawnCommitsReadWellInGitLog(t *testing.T) {
 		"- medium: No test with negative numbers (calc_test.go:5)\n"+
 		"- low: Explain the fix in a comment (the whole change)\n\n"+
 		"Spawn-Run: 20261123-070000-ab12\nSpawn-Round: 2\n", msg)
+
+	subject, _ = commitMessage("x", "Rename the field, then update every caller of it in the package and its tests", 1, nil)
+	assert.Equal(t, "spawn: Rename the field, then update every caller of it in the package", subject, "no ... and no cut word")
 
 	subject, msg = commitMessage("x", "short task", 1, nil)
 	assert.Equal(t, "spawn: short task", subject)

@@ -25,15 +25,22 @@ type Check struct {
 }
 
 // Doctor checks what a run in repoDir would need, without starting one:
-// the configuration (configFile, "" to look for one), git, the CLIs of the
-// coder and the reviewers (found, runnable, their versions against the
-// pinned ones), their credentials (present, never printed), in github mode a GitHub
-// token and its scopes (checkGitHub), and the isolation a run would get.
-// Every check runs, whatever the others found.
+// that repoDir is in a git repository, the configuration (configFile, ""
+// to look for one), git, the CLIs of the coder and the reviewers (found,
+// runnable, their versions against the pinned ones), their credentials
+// (present, never printed), that each model API a run would use answers
+// (checkReach: one request without credentials, which costs nothing), in
+// github mode a GitHub token and its scopes (checkGitHub), and the
+// isolation a run would get. Every check runs, whatever the others found.
 func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Check {
 	var checks []Check
 	add := func(name string, ok bool, format string, args ...any) {
 		checks = append(checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	}
+	if repo, err := OpenRepo(ctx, repoDir, env); err != nil {
+		add("repository", false, "%v", err)
+	} else {
+		add("repository", true, "%s", repo.Dir)
 	}
 	loaded, err := config.Load(ctx, config.Source{File: configFile, RepoDir: repoDir, Env: env})
 	cfg := loaded.Config
@@ -67,9 +74,8 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 		}
 		checked[a.Name()] = true
 		in, command := a.Install(), cfg.Runners.Get(a.Name()).Command
-		bin, err := proc.LookPath(command, env)
-		if err != nil {
-			add(a.Name(), false, "%s was not found; install it with `npm install -g %s@%s` or set runners.%s.command", command, in.Package, in.Pinned, a.Name())
+		if bin, err := proc.LookPath(command, env); err != nil {
+			add(a.Name(), false, "%s", missingCLI(a, command))
 		} else {
 			v, err := toolVersion(ctx, bin, env)
 			switch {
@@ -81,11 +87,13 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 				add(a.Name(), true, "%s %s", bin, in.Pinned)
 			}
 		}
-		if p := a.Provider(); p.Credential(env) != nil {
+		p := a.Provider()
+		if p.Credential(env) != nil {
 			add(a.Name()+" login", true, "a credential is set (not shown)")
 		} else {
 			add(a.Name()+" login", false, "no credential: %s", p.Missing)
 		}
+		checks = append(checks, checkReach(ctx, a.Name()+" api", p.BaseVar, p.Default, env))
 	}
 	agentCheck("coder", cfg.Team.Coder)
 	if cfg.Team.Mode.Reviewed() {
@@ -102,12 +110,37 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 	switch {
 	case rep.Mode == isolation.ModeBwrap:
 		add("isolation", true, "a run gets bubblewrap (%s)", rep.Bwrap)
+	case rep.Mode == isolation.ModeSeatbelt:
+		add("isolation", true, "a run gets Seatbelt (%s): the probe ran spawn under its profile, and %s", rep.SandboxExec, probeSummary(rep.Checks))
 	case cfg.Sandbox.Isolation == isolation.ModeNone:
 		add("isolation", true, "off by configuration ([sandbox] isolation = \"none\"): %s", rep.Reason)
+	case len(rep.Checks) > 0:
+		add("isolation", false, "a run would stop before it starts an agent: %s (the probe: %s); %s", rep.Reason, probeSummary(rep.Checks), isolation.InstallHint)
 	default:
-		add("isolation", false, "a run would get no sandbox: %s; install bubblewrap (apt-get install bubblewrap)", rep.Reason)
+		add("isolation", false, "a run would get no sandbox: %s; %s", rep.Reason, isolation.InstallHint)
 	}
 	return checks
+}
+
+// probeSummary says what the Seatbelt probe's checks found, each as
+// "<what>: refused", "<what>: done" or, for a check the sandbox failed,
+// "<what>: done, and must be refused" (or the reverse).
+func probeSummary(checks []isolation.ProbeCheck) string {
+	parts := make([]string, len(checks))
+	for i, c := range checks {
+		did := c.Allowed == c.Held // the operation happened
+		switch {
+		case did && c.Held:
+			parts[i] = c.What + ": done"
+		case c.Held:
+			parts[i] = c.What + ": refused"
+		case did:
+			parts[i] = c.What + ": done, and must be refused"
+		default:
+			parts[i] = fmt.Sprintf("%s: refused (%s), and must be done", c.What, c.Detail)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // toolVersion runs `bin --version` and returns its first line.
@@ -203,9 +236,9 @@ func checkGitHub(ctx context.Context, env []string) Check {
 	}
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return Check{Name: name, Detail: fmt.Sprintf("GitHub refused the token from %s (401 Bad credentials): it is expired, revoked or mistyped; make a new one, or run `gh auth login`", source)}
+		return Check{Name: name, Detail: fmt.Sprintf("the token from %s was refused by GitHub (401 Bad credentials): it is expired, revoked or mistyped; make a new one, or run `gh auth login`", source)}
 	case resp.StatusCode != http.StatusOK:
-		return Check{Name: name, Detail: fmt.Sprintf("GitHub answered %s for the token from %s; try again, or check GITHUB_API_URL", resp.Status, source)}
+		return Check{Name: name, Detail: fmt.Sprintf("the GitHub API answered %s for the token from %s; try again, or check GITHUB_API_URL", resp.Status, source)}
 	}
 	scopes, classic := resp.Header[http.CanonicalHeaderKey("X-OAuth-Scopes")]
 	if !classic {

@@ -46,7 +46,7 @@ func TestDoctorGitHubCheck(t *testing.T) {
 		{"a fine-grained token has no scopes", []string{api, "GH_TOKEN=github_pat_fine_canary"}, true,
 			"a token from GH_TOKEN (not shown), fine-grained or an app's: it has no scopes, and its repository permissions (contents and pull requests: write) are checked when a run starts"},
 		{"a token GitHub refuses", []string{api, "GH_TOKEN=ghp_revoked_canary"}, false,
-			"GitHub refused the token from GH_TOKEN (401 Bad credentials): it is expired, revoked or mistyped; make a new one, or run `gh auth login`"},
+			"the token from GH_TOKEN was refused by GitHub (401 Bad credentials): it is expired, revoked or mistyped; make a new one, or run `gh auth login`"},
 		{"no token and no gh", []string{api}, false,
 			"no token: set SPAWN_GITHUB_TOKEN, GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login`"},
 		{"GitHub cannot be reached", []string{"GITHUB_API_URL=http://127.0.0.1:1", "GH_TOKEN=ghp_classic_canary"}, false,

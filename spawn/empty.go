@@ -13,7 +13,7 @@ import (
 // worktree and branch hold nothing; its record is what is worth keeping.
 func neverStarted(err error, rec *observability.Record) bool {
 	switch KindOf(err) {
-	case KindAuth, KindModelAPI, KindModelUnavailable, KindRateLimited, KindAgentCrashed, KindAgentFailed:
+	case KindAuth, KindModelAPI, KindModelUnavailable, KindUnreachable, KindRateLimited, KindAgentCrashed, KindAgentFailed:
 	default:
 		return false
 	}

@@ -30,6 +30,7 @@ const (
 	KindRateLimited      Kind = "rate_limited"        // 429 after the CLI's bounded retries
 	KindUsageLimit       Kind = "usage_limit"         // the account's usage limit or quota is spent until a reset
 	KindModelUnavailable Kind = "model_unavailable"   // 5xx after the CLI's bounded retries
+	KindUnreachable      Kind = "unreachable"         // the model API could not be reached: DNS, refused, TLS, proxy
 	KindBudget           Kind = "budget"              // max_turns or max_cost_usd reached
 	KindTimeout          Kind = "timeout"             // idle or total timeout
 	KindInterrupted      Kind = "interrupted"         // SIGINT or SIGTERM to spawn
@@ -102,7 +103,7 @@ func ExitCode(err error, verdict observability.Verdict) int {
 		return ExitUsage
 	case KindSandboxTamper:
 		return ExitTamper
-	case KindAgentCrashed, KindAgentFailed, KindModelAPI, KindAuth, KindRateLimited, KindModelUnavailable:
+	case KindAgentCrashed, KindAgentFailed, KindModelAPI, KindAuth, KindRateLimited, KindModelUnavailable, KindUnreachable:
 		return ExitAgent
 	case KindTimeout, KindBudget, KindUsageLimit:
 		return ExitTimeout

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
@@ -16,7 +17,12 @@ var (
 	// refusedRE matches a credential the model API refused.
 	refusedRE = regexp.MustCompile(`(?i)failed to authenticate|invalid x-api-key|unauthenticated|permission_denied|\b(401|403)\b`)
 	// unreachableRE matches a model API that could not be reached at all.
-	unreachableRE = regexp.MustCompile(`(?i)ECONNREFUSED|ConnectionRefused|connection refused|unable to connect|ENOTFOUND|EAI_AGAIN|getaddrinfo|fetch failed|ETIMEDOUT|ECONNRESET`)
+	unreachableRE = regexp.MustCompile(`(?i)ECONNREFUSED|ConnectionRefused|connection refused|unable to connect|ENOTFOUND|EAI_AGAIN|getaddrinfo|fetch failed|ETIMEDOUT|ECONNRESET|` + regexp.QuoteMeta(relay.UnreachablePrefix))
+	// relayUnreachableRE finds the host and the cause in the relay's
+	// answer for an upstream it could not reach, as a CLI quotes it (claude
+	// adds " . This is a server-side issue..." after it, gemini quotes it
+	// in JSON with its newline escaped).
+	relayUnreachableRE = regexp.MustCompile(regexp.QuoteMeta(relay.UnreachablePrefix) + `(\S+?): (.+?)(?:\s+\.(?:\s|$)|\\+n|["\n]|$)`)
 	// causeRE matches a line that says why a CLI failed, as opposed to its
 	// start-up noise and stack traces.
 	causeRE = regexp.MustCompile(`(?i)error|must|refused|denied|failed|cannot|unable|invalid|not found|not logged`)
@@ -75,14 +81,23 @@ func (r *run) stderrOf(pid int) string {
 	return string(b)
 }
 
+// unreachableAdvice is what to do about a model API that cannot be
+// reached, whose base URL the variable baseVar names.
+func unreachableAdvice(baseVar string) string {
+	return "check the network, the proxy (HTTPS_PROXY) and the API base URL (" + baseVar + "), then run again; spawn doctor tries to reach each API"
+}
+
 // failure classifies what an agent said when it failed without an HTTP
 // status: an authentication problem, a model API it could not reach (whose
 // base URL the variable baseVar names), or anything else (""), with the
 // sentence that tells the user what to do.
 func failure(cli, baseVar, said string) (Kind, string) {
 	switch {
+	case relayUnreachableRE.MatchString(said):
+		m := relayUnreachableRE.FindStringSubmatch(said)
+		return KindUnreachable, cli + " could not reach the model API at " + m[1] + ": " + strings.TrimSpace(m[2]) + "; " + unreachableAdvice(baseVar)
 	case unreachableRE.MatchString(said):
-		return KindModelAPI, unreachable(cli, baseVar, said)
+		return KindUnreachable, unreachable(cli, baseVar, said)
 	case refusedRE.MatchString(said):
 		return KindAuth, "the model API refused " + cli + "'s credentials (" + oneLine(said) + "); set its API key or log in to it, then run again"
 	case authRE.MatchString(said):
@@ -96,7 +111,7 @@ func failure(cli, baseVar, said string) (Kind, string) {
 func failureOf(cli, baseVar string, f runners.Failure) (Kind, string) {
 	switch f.Kind {
 	case runners.FailureUnreachable:
-		return KindModelAPI, unreachable(cli, baseVar, f.Message)
+		return KindUnreachable, unreachable(cli, baseVar, f.Message)
 	case runners.FailureAuth:
 		return KindAuth, "the model API refused " + cli + "'s credentials (" + oneLine(f.Message) + "); set its API key or log in to it, then run again"
 	}
@@ -104,5 +119,5 @@ func failureOf(cli, baseVar string, f runners.Failure) (Kind, string) {
 }
 
 func unreachable(cli, baseVar, said string) string {
-	return cli + " could not reach the model API (" + oneLine(said) + "); check the API base URL (" + baseVar + ") or the network, then run again"
+	return cli + " could not reach the model API (" + oneLine(said) + "); " + unreachableAdvice(baseVar)
 }

@@ -24,19 +24,31 @@ func TestAFailedAgentsCauseIsShownAndClassified(t *testing.T) {
 			name:   "gemini's noise and a stack trace around the cause",
 			stderr: "256-color support not detected\nRipgrep is not available. Falling back to GrepTool.\nError: connect ECONNREFUSED 127.0.0.1:9\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)\n",
 			cause:  "Error: connect ECONNREFUSED 127.0.0.1:9",
-			kind:   KindModelAPI, says: "check the API base URL",
+			kind:   KindUnreachable, says: "the API base URL",
 		},
 		{
 			name:   "claude cannot connect",
 			stderr: "API Error: Unable to connect to API (ConnectionRefused)",
 			cause:  "API Error: Unable to connect to API (ConnectionRefused)",
-			kind:   KindModelAPI, says: "or the network",
+			kind:   KindUnreachable, says: "check the network",
 		},
 		{
 			name:   "claude not logged in",
 			stderr: "Not logged in · Please run /login",
 			cause:  "Not logged in · Please run /login",
 			kind:   KindAuth, says: "log in to it",
+		},
+		{
+			name:   "claude quoting the relay's answer for a host without DNS",
+			stderr: "API Error: 502 spawn relay: unreachable: nonexistent.invalid: the DNS lookup of nonexistent.invalid failed (no such host) . This is a server-side issue, usually temporary",
+			cause:  "API Error: 502 spawn relay: unreachable: nonexistent.invalid: the DNS lookup of nonexistent.invalid failed (no such host) . This is a server-side issue, usually temporary",
+			kind:   KindUnreachable, says: "gemini could not reach the model API at nonexistent.invalid: the DNS lookup of nonexistent.invalid failed (no such host); check the network",
+		},
+		{
+			name:   "gemini quoting the relay's answer in JSON",
+			stderr: "Attempt 3 failed: {\"error\":{\"message\":\"spawn relay: unreachable: nonexistent.invalid: the DNS lookup of nonexistent.invalid failed (no such host)\\n\",\"code\":502,\"status\":\"Bad Gateway\"}}. Max attempts reached",
+			cause:  "Attempt 3 failed: {\"error\":{\"message\":\"spawn relay: unreachable: nonexistent.invalid: the DNS lookup of nonexistent.invalid failed (no such host)\\n\",\"code\":502,\"status\":\"Bad Gateway\"}}. Max attempts reached",
+			kind:   KindUnreachable, says: "at nonexistent.invalid: the DNS lookup of nonexistent.invalid failed (no such host); check",
 		},
 		{
 			name:   "something else",

@@ -144,7 +144,7 @@ func openHub(ctx context.Context, cfg config.Config, repoDir, base string, env [
 	}
 	client, err := github.New(loc, github.WithMinWriteInterval(cfg.GitHub.MinWriteInterval),
 		github.WithWaitReporter(func(d time.Duration, why string) {
-			h.say(fmt.Sprintf("GitHub: waiting %s (%s)", d.Round(time.Second), why))
+			h.say(fmt.Sprintf("waiting %s for GitHub (%s)", d.Round(time.Second), why))
 		}))
 	if err != nil {
 		return nil, githubPreflightError(err)
@@ -178,13 +178,13 @@ func githubPreflightError(err error) error {
 	if errors.As(err, &pe) {
 		return errorf(KindRepo, err, "%s", pe.Sentence)
 	}
-	return errorf(KindGitHub, err, "GitHub: %v", err)
+	return errorf(KindGitHub, err, "the GitHub API failed: %v", err)
 }
 
 // githubError is a GitHub failure during the run: exit 6, GitHub's
 // message.
 func githubError(err error, doing string) error {
-	return errorf(KindGitHub, err, "GitHub failed while spawn %s: %v; the work is committed on the run's branch", doing, err)
+	return errorf(KindGitHub, err, "the GitHub API failed while spawn %s: %v; the work is committed on the run's branch", doing, err)
 }
 
 var _ team.Forge = (*run)(nil)

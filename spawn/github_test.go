@@ -259,7 +259,7 @@ func TestGitHubModeWaitsOutFaultsAndSaysWhatItCannotResolve(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, n, "the review whose answer was lost to a 502 is not posted twice")
-	assert.Contains(t, strings.Join(r.rec.Notes, "\n"), "GitHub: waiting 2s", "the rate limit's wait is narrated")
+	assert.Contains(t, strings.Join(r.rec.Notes, "\n"), "waiting 2s for GitHub", "the rate limit's wait is narrated")
 	assert.Contains(t, strings.Join(r.rec.Notes, "\n"), "cannot resolve review threads")
 	require.Len(t, r.rec.ResolvedComments, 2)
 	for _, rc := range r.rec.ResolvedComments {

@@ -25,7 +25,8 @@ import (
 // blocks the stop with them, so the coder goes on and reads them. A
 // message sent while no coder turn runs (the reviewer's turn, between
 // turns) is put at the top of the coder's next prompt. After each coder
-// turn the messages delivered are recorded (EventMessage).
+// turn, and as the coder works, the messages delivered are recorded
+// (EventMessage).
 
 // hookSettings is the file name of the coder's hook settings in spawn's
 // control directory, which the coder's sandbox shows read-only.
@@ -100,8 +101,11 @@ func (r *run) withMessages(prompt string, round int) string {
 }
 
 // recordMessages puts the messages delivered and not yet recorded on the
-// event stream, in the order they were delivered.
+// event stream, in the order they were delivered. It is called as the
+// coder works (each of its progress events) and when its turn ends.
 func (r *run) recordMessages(cli seatCLI) {
+	r.msgs.Lock()
+	defer r.msgs.Unlock()
 	msgs, err := r.dir.Inbox().Delivered()
 	if err != nil {
 		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot read the messages sent with spawn send: %v", err)})
@@ -230,5 +234,11 @@ func notLive(e runs.Entry) error {
 	case runs.StateAbandoned:
 		why = "was abandoned (its spawn process died)"
 	}
-	return errorf(KindUsage, nil, "run %s %s, so no coder will read the message; spawn send reaches only a live run (see spawn ls; spawn resume %s continues it)", e.ID, why, e.ID)
+	next := fmt.Sprintf("spawn resume %s continues it, then send again", e.ID)
+	if rec, err := e.ReadRecord(); err == nil && e.State != runs.StateAbandoned {
+		if err := Resumable(rec); err != nil {
+			next = "it has nothing left to continue; spawn run starts a new run"
+		}
+	}
+	return errorf(KindUsage, nil, "run %s %s, so no coder will read the message; spawn send reaches only a live run: %s", e.ID, why, next)
 }

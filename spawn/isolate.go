@@ -69,7 +69,7 @@ func confine(ctx context.Context, opts Options, report isolation.Report, seats s
 			err = errors.Join(err, c.close())
 		}
 	}()
-	if report.Mode != isolation.ModeBwrap {
+	if !report.Mode.Confines() {
 		common, err := sb.Repo.CommonDir(ctx)
 		if err != nil {
 			return c, fmt.Errorf("find the repository's git directory: %w", err)
@@ -129,7 +129,10 @@ func (c *confinement) startRelay(seats seats, spent func(relay.Usage), allow fun
 		return errorf(KindInternal, err, "cannot start the model relay: %v", err)
 	}
 	c.relay = r
-	if c.network == isolation.NetworkModelOnly {
+	// Under Seatbelt there is no network namespace to bridge into: the
+	// agents reach the relay's port on the loopback, the one address their
+	// profile allows (isolation.Spec.RelayPort).
+	if c.network == isolation.NetworkModelOnly && c.report.Mode == isolation.ModeBwrap {
 		if err := c.serveBridge(); err != nil {
 			return err
 		}
@@ -269,7 +272,7 @@ func (c *confinement) seat(cli seatCLI, s runners.Seat, name string, binds coder
 	}
 	caged := c.caged(agent, name, writable...)
 	caged.provider = cli.adapter.Provider()
-	if c.report.Mode != isolation.ModeBwrap {
+	if !c.report.Mode.Confines() {
 		return caged, env, nil
 	}
 	var spec isolation.Spec
@@ -300,7 +303,7 @@ func (c *confinement) agent(cli seatCLI, s runners.Seat, name, dir string) (runn
 		return nil, err
 	}
 	s.Bin, s.Settings, s.Dir = cli.bin, cli.settings, dir
-	s.RelayURL, s.RelayKey, s.Confined = c.relay.URL(route), key, c.report.Mode == isolation.ModeBwrap
+	s.RelayURL, s.RelayKey, s.Confined = c.relay.URL(route), key, c.report.Mode.Confines()
 	if a, err = cli.adapter.Seat(s); err != nil {
 		return nil, fmt.Errorf("prepare the %s seat: %w", cli.name(), err)
 	}
@@ -367,7 +370,7 @@ func goModCache(env []string) string {
 	return mod
 }
 
-// spec is the bubblewrap sandbox of one agent whose CLI is bin: the
+// spec is the sandbox (bubblewrap or Seatbelt) of one agent whose CLI is bin: the
 // system's toolchains, bin's install and this binary read-only, readOnly
 // read-only, writable writable, the secrets among the toolchains masked,
 // and the model-only network when the run has it.
@@ -380,8 +383,12 @@ func (c *confinement) spec(env []string, bin string, writable, readOnly []string
 			rw = append(rw, w)
 		}
 	}
-	return isolation.Spec{Bwrap: c.report.Bwrap, ReadOnly: ro, Writable: rw, Files: isolation.Masks(c.userEnv),
+	s := isolation.Spec{Bwrap: c.report.Bwrap, SandboxExec: c.report.SandboxExec, ReadOnly: ro, Writable: rw, Files: isolation.Masks(c.userEnv),
 		NoNetwork: c.network == isolation.NetworkModelOnly}
+	if s.NoNetwork {
+		s.RelayPort = c.relay.Port()
+	}
+	return s
 }
 
 // installDir is what a sandbox must show of an agent CLI at bin (a path,
@@ -418,10 +425,10 @@ func (c *confinement) helperJail() sandbox.Jail {
 // isolation the run has and spawn's environment.
 func gitJail(report isolation.Report, userEnv []string, sb *sandbox.Sandbox) sandbox.Jail {
 	env := isolation.AgentEnv(userEnv, "HOME=/nonexistent", "TMPDIR=/tmp")
-	if report.Mode != isolation.ModeBwrap {
+	if !report.Mode.Confines() {
 		return envJail{env}
 	}
-	spec := isolation.Spec{Bwrap: report.Bwrap, ReadOnly: append([]string{sb.Exe}, sb.Objects...), Writable: []string{sb.Path}, NoNetwork: true}
+	spec := isolation.Spec{Bwrap: report.Bwrap, SandboxExec: report.SandboxExec, ReadOnly: append([]string{sb.Exe}, sb.Objects...), Writable: []string{sb.Path}, NoNetwork: true}
 	return specJail{spec: spec, env: env}
 }
 

@@ -1,6 +1,7 @@
 package spawn
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,8 +48,11 @@ func TestGreedy(t *testing.T) {
 // process is left, and the work before it is on the branch.
 func TestAForkBombEndsTheTurnWithItsLimit(t *testing.T) {
 	requireBwrap(t)
+	// The bomb's sleeps carry a duration of this test's own, so that no
+	// other test's (or other checkout's) processes are taken for them.
+	nap := fmt.Sprintf("%d.%06d", 60, os.Getpid()%1000000)
 	r := runSolo(t, limitStory(`	for {
-		exec.Command("sleep", "60").Start()
+		exec.Command("sleep", "`+nap+`").Start()
 	}`), "add work.txt", func(c *config.Config) {
 		c.Sandbox.MaxProcesses = 64
 	})
@@ -57,7 +61,7 @@ func TestAForkBombEndsTheTurnWithItsLimit(t *testing.T) {
 	assert.Contains(t, r.err.Error(), "max_processes")
 	assert.Equal(t, ExitTimeout, r.rec.ExitCode)
 	assert.Equal(t, "work", testenv.Git(t, r.repo, "show", r.rec.Branch+":work.txt"))
-	assert.Empty(t, testenv.Processes(t, func(cmd string) bool { return strings.HasPrefix(cmd, "sleep 60") }), "the bomb's processes died with the turn")
+	assert.Empty(t, testenv.Processes(t, func(cmd string) bool { return strings.HasPrefix(cmd, "sleep "+nap) }), "the bomb's processes died with the turn")
 }
 
 // A test that fills the disk ends the turn with its limit, long before

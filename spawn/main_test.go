@@ -4,12 +4,18 @@ import (
 	"os"
 	"testing"
 
+	"github.com/infinite-improbability-drive/spawn/internal/entry"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 )
 
-// TestMain declares that this test binary starts agents: proc re-executes
-// it as each agent's reaper.
+// TestMain lets the test binary stand in for spawn's: it answers as
+// spawn's own processes (entry.Dispatch: an agent's reaper, claude's
+// hooks, the model bridge, the git helper), and declares that its tests
+// start agents.
 func TestMain(m *testing.M) {
+	if code, ok := entry.Dispatch(os.Args); ok {
+		proc.Exit(code)
+	}
 	proc.Main()
 	os.Exit(m.Run())
 }

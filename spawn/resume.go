@@ -76,7 +76,7 @@ func Resume(ctx context.Context, opts ResumeOptions, sink Sink) (*observability.
 	dir, err := repo.Registry.Acquire(e.ID)
 	var live *runs.LiveError
 	if errors.As(err, &live) {
-		return fail(errorf(KindUsage, err, "%v; wait for it to end, or stop it, before resuming it", err))
+		return fail(errorf(KindUsage, err, "%v; wait for it to end, or stop it with spawn stop %s, before resuming it", err, e.ID))
 	}
 	if err != nil {
 		return fail(errorf(KindInternal, err, "cannot open run %s: %v", e.ID, err))
@@ -87,6 +87,28 @@ func Resume(ctx context.Context, opts ResumeOptions, sink Sink) (*observability.
 	}
 	verdict, err := team.Continue(ctx, r.pre.policy, r.rec.Task, r.rec.Base, r, from, r.lastReviewRound(from, opts.MoreRounds))
 	return r.finish(ctx, verdict, err)
+}
+
+// Resumable says whether spawn resume would continue the run rec records:
+// nil, or a usage *Error saying why not (it is still running, the
+// reviewers approved it, it is a solo run whose coder finished, it is in
+// github mode or a spawn pr run, or it left no sandbox). It reads only the record: a worktree
+// removed since is found when resuming.
+func Resumable(rec *observability.Record) error {
+	switch {
+	case rec.Status == observability.StatusRunning:
+		return errorf(KindUsage, nil, "run %s is still running", rec.ID)
+	case rec.Mode == observability.ModeGitHub:
+		return errorf(KindNotImplemented, nil, "run %s is in github mode, which spawn resume cannot continue yet", rec.ID)
+	case rec.Mode == observability.ModePR:
+		return errorf(KindNotImplemented, nil, "run %s is a spawn pr run, which spawn resume cannot continue", rec.ID)
+	case rec.Branch == "":
+		return errorf(KindUsage, nil, "run %s left no sandbox to continue in", rec.ID)
+	}
+	if err := team.Continuable(rec.Mode, team.ProgressOf(rec)); err != nil {
+		return errorf(KindUsage, err, "run %s has %v", rec.ID, err)
+	}
+	return nil
 }
 
 // reopen checks that the run can go on, repairs it if it was abandoned,
@@ -149,12 +171,12 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 	}
 	r.events = &stream{run: dir.ID, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}
 	r.emit(Event{Kind: EventResumed, Resume: &observability.Resume{At: opts.Now().UTC(), FromStatus: rec.Status, FromVerdict: rec.Verdict,
-		FromExitCode: rec.ExitCode, FromError: rec.Error, Round: max(from.Reviewed+1, from.Coded)}})
+		FromExitCode: rec.ExitCode, FromError: rec.Error, FromDurationMS: rec.DurationMS, Round: max(from.Reviewed+1, from.Coded)}})
 	for _, n := range opts.Notes {
 		r.emit(Event{Kind: EventWarning, Text: n})
 	}
 	r.emit(Event{Kind: EventPhase, Phase: PhaseSandbox, Text: sb.Path})
-	if conf.report.Mode != isolation.ModeBwrap {
+	if !conf.report.Mode.Confines() {
 		r.emit(Event{Kind: EventWarning, Text: noSandboxWarning(conf.report)})
 	}
 	return r, from, nil

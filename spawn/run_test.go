@@ -300,8 +300,8 @@ func TestBadInputCreatesNothing(t *testing.T) {
 		{"bad branch name", Options{RepoDir: repo, Branch: "bad..name"}, "", KindRepo, "not a valid branch name"},
 		{"empty task", Options{RepoDir: repo, Task: " "}, "", KindUsage, "no task given"},
 		{"unknown mode", Options{RepoDir: repo}, "chaos", KindConfig, `"chaos" is not a mode`},
-		{"missing reviewer CLI", Options{RepoDir: repo}, observability.ModePingpong, KindMissingCLI, "gemini CLI (no-such-gemini) was not found"},
-		{"missing CLI", Options{RepoDir: repo}, "", KindMissingCLI, "claude CLI (no-such-claude) was not found"},
+		{"missing reviewer CLI", Options{RepoDir: repo}, observability.ModePingpong, KindMissingCLI, "gemini CLI (no-such-gemini) is not on PATH; install the pinned gemini 0.61.0"},
+		{"missing CLI", Options{RepoDir: repo}, "", KindMissingCLI, "claude CLI (no-such-claude) is not on PATH; install the pinned claude 2.1.332"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -358,7 +358,7 @@ func TestUncommittedChangesAreNotedAndLeftAlone(t *testing.T) {
 		Config: cfg, Env: testenv.Env(t, srv.ClaudeEnv()...)}, notes(&said))
 	require.NoError(t, err)
 	require.Len(t, said, 1)
-	assert.Contains(t, said[0], "has uncommitted changes; the sandbox starts from")
+	assert.Contains(t, said[0], "has uncommitted changes (README.md, scratch.txt); the sandbox starts from", "the note names the files")
 	assert.Contains(t, rec.Notes, said[0], "the note is in the record too")
 	assert.Equal(t, before, snapshot(t, repo))
 	assert.Empty(t, rec.Commits, "the coder changed nothing, so nothing was committed")

@@ -108,9 +108,7 @@ func findCLI(reg runners.Registry, cfg config.Config, name string, env []string)
 	settings := cfg.Runners.Get(a.Name())
 	bin, err := proc.LookPath(settings.Command, env)
 	if err != nil {
-		in := a.Install()
-		return seatCLI{}, errorf(KindMissingCLI, err, "the %s CLI (%s) was not found; install it with `npm install -g %s@%s` or set runners.%s.command",
-			a.Name(), settings.Command, in.Package, in.Pinned, a.Name())
+		return seatCLI{}, errorf(KindMissingCLI, err, "%s", missingCLI(a, settings.Command))
 	}
 	if dir, err := filepath.EvalSymlinks(filepath.Dir(bin)); err == nil {
 		bin = filepath.Join(dir, filepath.Base(bin))

@@ -147,6 +147,14 @@ func TestEveryCoderWithEveryReviewerOfAnotherFamily(t *testing.T) {
 					assert.Positive(t, used[role].CostUSD, role)
 				}
 				assert.Equal(t, observability.LLM(coder.Record()), used[observability.RoleCoder].LLM)
+
+				// # a CLI whose own sandbox is off inside spawn's is said so
+				notes := strings.Join(rec.Notes, "\n")
+				for _, a := range []runners.Adapter{coder, reviewer} {
+					if a.Name() == "codex" && rec.Isolation.Mode == "bwrap" {
+						assert.Contains(t, notes, "codex runs with its own sandbox off", "the record says spawn's sandbox is the boundary")
+					}
+				}
 				assertGone(t, rec)
 			})
 		}

@@ -139,7 +139,7 @@ type checked struct {
 	registry *runs.Registry
 	policy   team.Policy
 	seats    seats
-	// isolation is the sandbox the agents get: bubblewrap or none.
+	// isolation is the sandbox the agents get: bubblewrap, Seatbelt or none.
 	isolation isolation.Report
 	// gh is github mode's side on GitHub; nil in the other modes.
 	gh *hub
@@ -214,8 +214,8 @@ func (c *checked) checkAgents(cfg config.Config, env []string, iso isolation.Rep
 	if c.isolation = iso; isoErr != nil {
 		return errorf(KindNoSandbox, isoErr, "%v", isoErr)
 	}
-	if cfg.Sandbox.Network == isolation.NetworkModelOnly && c.isolation.Mode != isolation.ModeBwrap {
-		return errorf(KindNoSandbox, nil, "network = \"model-only\" needs bubblewrap, but %s; %s, or set [sandbox] network = \"open\"", c.isolation.Reason, isolation.InstallHint)
+	if cfg.Sandbox.Network == isolation.NetworkModelOnly && !c.isolation.Mode.Confines() {
+		return errorf(KindNoSandbox, nil, "network = \"model-only\" needs a sandbox, but %s; %s, or set [sandbox] network = \"open\"", c.isolation.Reason, isolation.InstallHint)
 	}
 	c.policy = team.Policy{Mode: cfg.Team.Mode, MaxIterations: cfg.Team.MaxIterations, Parallel: cfg.Team.ParallelReviewers, MaxConcurrent: cfg.Team.MaxConcurrentReviewers,
 		Board: c.seats.board(), Rule: team.Rule{Majority: cfg.Team.Board == config.BoardMajority, BlockAt: observability.Severity(cfg.Team.BlockAt)}}
@@ -241,6 +241,8 @@ type run struct {
 	gh     *hub         // github mode's pull request; nil otherwise
 
 	spend spend // the run's cost so far, coder and reviewers
+
+	msgs sync.Mutex // serialises recordMessages
 
 	mu       sync.Mutex
 	procs    int             // agent processes started so far, numbering the transcripts
@@ -313,10 +315,10 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	if dirty, err := pre.plan.Dirty(); err != nil {
 		r.emit(Event{Kind: EventWarning, Text: fmt.Sprintf("cannot tell whether %s has uncommitted changes: %v", pre.plan.Repo.Dir, err)})
 	} else if dirty {
-		r.emit(Event{Kind: EventNote, Text: fmt.Sprintf("%s has uncommitted changes; the sandbox starts from %s without them", pre.plan.Repo.Dir, shortSHA(sb.Base))})
+		r.emit(Event{Kind: EventNote, Text: dirtyNote(ctx, pre.plan.Repo, shortSHA(sb.Base))})
 	}
 	r.initSubmodules(ctx)
-	if conf.report.Mode != isolation.ModeBwrap {
+	if !conf.report.Mode.Confines() {
 		r.emit(Event{Kind: EventWarning, Text: noSandboxWarning(conf.report)})
 	}
 	return r, nil
@@ -325,9 +327,9 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 func (r *run) emit(e Event) { r.events.emit(e) }
 
 // noSandboxWarning is the loud warning of a run whose agents run without
-// bubblewrap.
+// a sandbox.
 func noSandboxWarning(report isolation.Report) string {
-	return fmt.Sprintf("NO SANDBOX: the agents run without bubblewrap (%s); they can write anywhere you can. spawn still keeps credentials from them and undoes changes to your refs, HEAD, .git/config and hooks. To confine them, %s", report.Reason, isolation.InstallHint)
+	return fmt.Sprintf("NO SANDBOX: the agents run without a sandbox (%s); they can write anywhere you can. spawn still keeps credentials from them and undoes changes to your refs, HEAD, .git/config and hooks. To confine them, %s", report.Reason, isolation.InstallHint)
 }
 
 // finish commits whatever the sandbox still holds, removes the run's

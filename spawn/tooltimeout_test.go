@@ -48,8 +48,8 @@ func TestAToolCallSilentPastTheToolTimeoutIsStoppedWithHowToRaiseIt(t *testing.T
 	assert.Less(t, time.Since(start), 40*time.Second, "stopped by the tool timeout, not the idle one")
 	assert.Equal(t, KindTimeout, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "sleep 60", "the message names the command")
-	assert.Contains(t, r.err.Error(), "tool_timeout = 3s", "and the value")
-	assert.Contains(t, r.err.Error(), "raise tool_timeout in [spawn]", "and how to raise it")
+	assert.Contains(t, r.err.Error(), "printed nothing for 3s (the tool timeout)", "and the value")
+	assert.Contains(t, r.err.Error(), "raise it with --tool-timeout, tool_timeout in [spawn] of spawn-team.toml or SPAWN_TOOL_TIMEOUT", "and how to raise it")
 	assertGone(t, r.rec)
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -41,6 +40,12 @@ type deps struct {
 // Main runs spawn with args and returns its exit code. It is the one place
 // where errors become exit codes (through spawn.ExitCode).
 func Main(args, env []string, in io.Reader, out, errw io.Writer) int {
+	return mainWith(args, env, in, out, errw, runDemo)
+}
+
+// mainWith is Main with demoF as spawn demo's run function (a test gives
+// the demo a fake GitHub, which the spawn binary does not carry).
+func mainWith(args, env []string, in io.Reader, out, errw io.Writer, demoF func(context.Context, *deps, *demoOptions) error) int {
 	// Everything spawn prints goes through the redactor: no secret value
 	// from the environment reaches stdout or stderr.
 	red := observability.NewRedactor(env)
@@ -50,7 +55,7 @@ func Main(args, env []string, in io.Reader, out, errw io.Writer) int {
 	ctx, hurry, stop := interrupts(errw, &d.agents)
 	defer stop()
 	d.hurry = hurry
-	app := newApp(d, runRun, runDemo)
+	app := newApp(d, runRun, demoF)
 	err := app.RunContext(ctx, reorderArgs(app, args))
 	if err == nil {
 		return 0
@@ -156,7 +161,7 @@ func newApp(d *deps, run func(context.Context, *deps, *runOptions) error, demo f
 		Flags:       []cli.Flag{&cli.BoolFlag{Name: "version", Aliases: []string{"v"}, Usage: "print spawn's version"}},
 		Action: func(c *cli.Context) error {
 			if c.Bool("version") {
-				fmt.Fprintf(d.io.Out, "spawn %s\n", version())
+				fmt.Fprintln(d.io.Out, versionLine())
 				return nil
 			}
 			if c.Args().Present() {
@@ -173,6 +178,7 @@ func newApp(d *deps, run func(context.Context, *deps, *runOptions) error, demo f
 			newDiffCmd(d),
 			newPsCmd(d),
 			newSendCmd(d),
+			newStopCmd(d),
 			newResumeCmd(d),
 			newPRCmd(d),
 			newCleanCmd(d),
@@ -186,7 +192,7 @@ func newApp(d *deps, run func(context.Context, *deps, *runOptions) error, demo f
 				Name:  "version",
 				Usage: "print spawn's version",
 				Action: func(c *cli.Context) error {
-					fmt.Fprintf(d.io.Out, "spawn %s\n", version())
+					fmt.Fprintln(d.io.Out, versionLine())
 					return nil
 				},
 			},
@@ -262,33 +268,6 @@ func unknownCommand(app *cli.App, word string) error {
 		return fmt.Errorf("unknown command %q; did you mean spawn %s?", word, near)
 	}
 	return fmt.Errorf("unknown command %q; run spawn help for the list", word)
-}
-
-// version is the module's version from the build information: the
-// module's version when installed with go install, else "devel", with the
-// commit it was built from ("devel-0123456789ab", "-dirty" for a modified
-// tree) when the build recorded it. It never holds a space.
-func version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	v, dirty := "devel", false
-	for _, s := range info.Settings {
-		switch {
-		case s.Key == "vcs.revision" && len(s.Value) >= 12:
-			v += "-" + s.Value[:12]
-		case s.Key == "vcs.modified":
-			dirty = s.Value == "true"
-		}
-	}
-	if dirty {
-		v += "-dirty"
-	}
-	return v
 }
 
 func exitIf(code int) error {

@@ -26,7 +26,7 @@ import (
 const completeFlag = "complete"
 
 // idCommands take run ids as arguments; the value is how many (0: any).
-var idCommands = map[string]int{"show": 1, "logs": 1, "diff": 1, "resume": 1, "send": 1, "clean": 0}
+var idCommands = map[string]int{"show": 1, "logs": 1, "diff": 1, "resume": 1, "send": 1, "clean": 0, "stop": 0}
 
 // shells are the shells `spawn completion` writes scripts for.
 var shells = map[string]string{"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion}

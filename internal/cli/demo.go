@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/internal/demo"
-	"github.com/infinite-improbability-drive/spawn/internal/githubfake"
+	"github.com/infinite-improbability-drive/spawn/internal/git"
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
@@ -30,7 +31,23 @@ type demoOptions struct {
 	Bins map[string]string
 	Dir  string
 	JSON bool
-	Mode observability.Mode // pingpong, or github against a fake GitHub
+	Mode observability.Mode // pingpong, or github against Forge
+	// Forge is the GitHub a github-mode demo opens its pull request on.
+	// The spawn binary has none (the fake GitHub is test code): the
+	// GitHub demo is a test, which gives it one (make demo-github).
+	Forge demoForge
+}
+
+// demoForge is a GitHub for the demo: it serves the demo's repository,
+// and tells what the run did there.
+type demoForge interface {
+	// Start serves repo, the demo's repository in root, and returns the
+	// environment that points spawn at it (GITHUB_API_URL, a token...).
+	Start(ctx context.Context, root string, repo git.Repo) (env []string, err error)
+	// Describe writes what the run did on it: the pull request, its
+	// reviews, replies and threads.
+	Describe(w io.Writer)
+	Close()
 }
 
 func newDemoCmd(d *deps, runF func(context.Context, *deps, *demoOptions) error) *cli.Command {
@@ -46,7 +63,7 @@ func newDemoCmd(d *deps, runF func(context.Context, *deps, *demoOptions) error) 
 	flags = append(flags,
 		&cli.StringFlag{Name: "dir", Usage: "where to create the demo repository (default: a new temporary directory, kept)"},
 		&cli.BoolFlag{Name: "json", Usage: "print only the record"},
-		&cli.StringFlag{Name: "mode", Usage: "pingpong, or github: the same loop as a pull request on a fake GitHub (reviews, replies, resolved threads)", Value: "pingpong"},
+		&cli.StringFlag{Name: "mode", Usage: "pingpong; github (the same loop as a pull request on a fake GitHub) is a test of spawn's checkout: make demo-github", Value: "pingpong"},
 	)
 	return &cli.Command{
 		Name:  "demo",
@@ -55,11 +72,11 @@ func newDemoCmd(d *deps, runF func(context.Context, *deps, *demoOptions) error) 
 			"The CLIs are real; the coder runs its real tools (its shell, its file tools) in the sandbox,\n" +
 			"the reviewer reviews the diff, the coder fixes what it found in its resumed session, the reviewer approves.\n" +
 			"Any coder may pair with any reviewer of another family: --coder codex --reviewer claude.\n\n" +
-			"With --mode github the same loop runs as a pull request on a fake GitHub started for the demo:\n" +
-			"the review with its inline comment, the coder's reply naming the fix, the thread resolved.\n\n" +
+			"The same loop as a pull request on a fake GitHub (the review with its inline comment, the coder's\n" +
+			"reply naming the fix, the thread resolved) is `make demo-github` in spawn's checkout: the fake\n" +
+			"GitHub is test code, which the spawn binary does not carry.\n\n" +
 			"Example:\n   spawn demo --claude agents/node_modules/.bin/claude --gemini agents/node_modules/.bin/gemini\n" +
-			"   spawn demo --coder codex --reviewer claude --codex agents/node_modules/.bin/codex --claude agents/node_modules/.bin/claude\n" +
-			"   spawn demo --mode github --claude agents/node_modules/.bin/claude --gemini agents/node_modules/.bin/gemini",
+			"   spawn demo --coder codex --reviewer claude --codex agents/node_modules/.bin/codex --claude agents/node_modules/.bin/claude",
 		OnUsageError: onUsageError,
 		Flags:        flags,
 		Action: func(c *cli.Context) error {
@@ -79,6 +96,9 @@ func newDemoCmd(d *deps, runF func(context.Context, *deps, *demoOptions) error) 
 
 // runDemo is `spawn demo`.
 func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
+	if opts.Mode == observability.ModeGitHub && opts.Forge == nil {
+		return usageError{errors.New("--mode github runs the demo on a fake GitHub, which is test code the spawn binary does not carry; run `make demo-github` in spawn's checkout")}
+	}
 	d.agents.Store(true)
 	root := opts.Dir
 	if root == "" {
@@ -139,13 +159,12 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 	cfg := config.Default()
 	cfg.Team.Mode = observability.ModePingpong
 	cfg.Team.Coder, cfg.Team.Reviewers = coder.Name(), []string{reviewer.Name()}
-	var gh *githubfake.Server
 	if opts.Mode == observability.ModeGitHub {
-		var ghEnv []string
-		if gh, ghEnv, err = demoGitHub(ctx, root, repo); err != nil {
+		ghEnv, err := opts.Forge.Start(ctx, root, repo)
+		if err != nil {
 			return err
 		}
-		defer gh.Close()
+		defer opts.Forge.Close()
 		env = append(env, ghEnv...)
 		cfg.Team.Mode = observability.ModeGitHub
 		cfg.GitHub.MinWriteInterval = 0
@@ -180,8 +199,8 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 		return errors.Join(fmt.Errorf("demo: cannot show the change: %w", err), exitIf(code))
 	}
 	fmt.Fprintf(d.io.Out, "\nThe change on %s:\n%s\n", rec.Branch, strings.TrimRight(diff, "\n"))
-	if gh != nil {
-		describePR(d.io.Out, gh)
+	if opts.Mode == observability.ModeGitHub {
+		opts.Forge.Describe(d.io.Out)
 	}
 	fmt.Fprintf(d.io.Out, "\nEverything that happened is in the record %s\n", filepath.Join(rec.Repo, sandbox.Dir, "runs", rec.ID, "record.json"))
 	fmt.Fprintf(d.io.Out, "(spawn demo --json prints it). The demo folder %s is kept; remove it with: rm -rf %s\n", root, root)

@@ -1,7 +1,12 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -91,12 +96,35 @@ func TestDemoWithoutClaudeNamesTheFlag(t *testing.T) {
 	assert.Contains(t, r.stderr, "--claude agents/node_modules/.bin/claude")
 }
 
-// `spawn demo --mode github` shows the same loop as a pull request's life
-// on a fake GitHub: opened, reviewed inline, replied to, resolved, ready.
+// showDemo prints the GitHub demo's output (make demo-github).
+var showDemo = flag.Bool("show-demo", false, "print what the GitHub demo prints")
+
+// The GitHub demo (make demo-github): the same loop as a pull request's
+// life on a fake GitHub: opened, reviewed inline, replied to, resolved,
+// ready. The fake GitHub is test code: the spawn binary's demo refuses
+// github mode and says where it is.
 func TestDemoInGitHubModeShowsThePullRequestsLife(t *testing.T) {
 	claude, gemini := testenv.Claude(t), testenv.Gemini(t)
+	refused := spawnMain(t, testenv.Env(t), "", "demo", "--mode", "github", "--claude", claude, "--gemini", gemini, "--dir", t.TempDir())
+	assert.Equal(t, 2, refused.code)
+	assert.Contains(t, refused.stderr, "run `make demo-github` in spawn's checkout")
+
 	dir := t.TempDir()
-	r := spawnMain(t, testenv.Env(t), "", "demo", "--mode", "github", "--claude", claude, "--gemini", gemini, "--dir", dir)
+	if *showDemo { // the demo keeps its folder, as it says
+		var err error
+		dir, err = os.MkdirTemp("", "spawn-demo-github-")
+		require.NoError(t, err)
+	}
+	var out, errw bytes.Buffer
+	code := mainWith([]string{"spawn", "demo", "--mode", "github", "--claude", claude, "--gemini", gemini, "--dir", dir},
+		testenv.Env(t), strings.NewReader(""), &out, &errw, func(ctx context.Context, d *deps, opts *demoOptions) error {
+			opts.Forge = &fakeForge{}
+			return runDemo(ctx, d, opts)
+		})
+	r := result{code, out.String(), errw.String()}
+	if *showDemo {
+		fmt.Print(r.stderr, r.stdout)
+	}
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "approved (exit 0)")
 	assert.Regexp(t, `pull request #1 "Fix the failing test in calc.go" from spawn/\S+ into main, ready for review`, r.stdout)

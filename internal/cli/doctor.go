@@ -19,9 +19,11 @@ type doctorOptions struct {
 func newDoctorCmd(d *deps) *cli.Command {
 	return &cli.Command{
 		Name:  "doctor",
-		Usage: "check what a run needs: git, the agent CLIs and their logins, the configuration, the sandbox",
+		Usage: "check what a run needs: the repository, git, the agent CLIs, their logins and model APIs, the configuration, the sandbox",
 		Description: "One line per check, ok or what to do; exit 0 only when every check passes.\n" +
-			"Credentials are checked for presence only, never printed. In github mode, the GitHub\n" +
+			"Credentials are checked for presence only, never printed. Each model API a run would use\n" +
+			"(ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, else the providers' own) gets one request without\n" +
+			"credentials: any HTTP answer shows it is reachable, and no model is called. In github mode, the GitHub\n" +
 			"token (SPAWN_GITHUB_TOKEN, GITHUB_TOKEN, GH_TOKEN, else `gh auth token`) is shown to\n" +
 			"GitHub (GITHUB_API_URL, else api.github.com) and its scopes checked.\n\n" +
 			"Example:\n   spawn doctor\n   spawn doctor --json",

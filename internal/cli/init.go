@@ -51,6 +51,6 @@ func runInit(ctx context.Context, d *deps, opts *initOptions) error {
 	if err != nil {
 		return &spawn.Error{Kind: spawn.KindInternal, Err: err, Msg: fmt.Sprintf("cannot write %s: %v", path, err)}
 	}
-	fmt.Fprintf(d.io.Out, "wrote %s: every setting at its default, each with a comment; edit it, then `spawn doctor` checks it\n", path)
+	fmt.Fprintf(d.io.Out, "wrote %s: every setting at its default, each with a comment; edit it, then `spawn doctor` checks it, and commit it to keep it with the repository\n", path)
 	return nil
 }

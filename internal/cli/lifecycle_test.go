@@ -41,9 +41,22 @@ func TestLsTableNamesEachRunsStateAndOutcome(t *testing.T) {
 	require.NoError(t, lsTable(&b, entries, lifecycleT0.Add(42*time.Minute)))
 	lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
 	require.Len(t, lines, 4)
+	assert.Regexp(t, `^ID +AGE +MODE +OUTCOME +ROUNDS +COST +TASK$`, lines[0])
+	assert.Regexp(t, `^20261123-093000-aaaa +12m +pingpong +running +1 +\$0\.0123 +add a /healthz endpoint$`, lines[1])
+	assert.Regexp(t, `^20261123-090000-bbbb +42m +solo +done, not reviewed +0 +\$0\.5000 +a very long task a very\.\.\.$`, lines[2])
+	assert.Regexp(t, `^20261120-090000-cccc +- +- +broken +- +- +read record: no such file$`, lines[3])
+	for _, l := range lines {
+		assert.LessOrEqual(t, len([]rune(l)), 100, "fits 100 columns: %q", l)
+	}
+
+	// --wide: every column, the whole task, and no branch that is gone.
+	b.Reset()
+	require.NoError(t, lsWide(&b, entries, lifecycleT0.Add(42*time.Minute), map[string]bool{"spawn/20261123-093000-aaaa/add-healthz": true}))
+	lines = strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+	require.Len(t, lines, 4)
 	assert.Regexp(t, `^ID +AGE +MODE +STATUS +VERDICT +ROUNDS +COST +BRANCH +TASK$`, lines[0])
 	assert.Regexp(t, `^20261123-093000-aaaa +12m +pingpong +running +none +1 +\$0\.0123 +spawn/20261123-093000-aaaa/add-healthz +add a /healthz endpoint$`, lines[1])
-	assert.Regexp(t, `^20261123-090000-bbbb +42m +solo +succeeded +none +0 +\$0\.5000 +spawn/b +(a very long task ){2}a very long t\.\.\.$`, lines[2])
+	assert.Regexp(t, `^20261123-090000-bbbb +42m +solo +succeeded +none +0 +\$0\.5000 +- +(a very long task ){9}a very long task$`, lines[2], "spawn/b was removed")
 	assert.Regexp(t, `^20261120-090000-cccc +- +- +broken +- +- +- +- +read record: no such file$`, lines[3])
 }
 
@@ -79,8 +92,10 @@ func TestShowOfALiveRunSaysWhatItIsDoing(t *testing.T) {
 	l := spawn.Live{Phase: spawn.PhaseFixing, Round: 2, Turns: 7, CostUSD: 0.25, Role: observability.RoleCoder, Tool: "Bash",
 		Input: json.RawMessage(`{"command":"go test ./..."}`)}
 	got := liveSummary(rec, l, lifecycleT0.Add(90*time.Second))
-	assert.Regexp(t, `^spawn 20261123-090000-aaaa: running since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n  now:       fixing, round 2, coder turn 7, \$0\.2500 so far, 1m30s elapsed; last: Bash go test \./\.\.\. \(coder\)\n`, got)
+	assert.Regexp(t, `^spawn 20261123-090000-aaaa: running since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n  now:       fixing, round 2, coder turn 7, 1m30s elapsed; last: Bash go test \./\.\.\. \(coder\)\n`, got)
 	assert.Contains(t, got, "commits:   none yet")
+	assert.Contains(t, got, "\n  cost:      $0.2500 so far\n", "one figure: the live cost")
+	assert.Equal(t, 1, strings.Count(got, "$"), "and no other")
 	assert.Contains(t, got, "next:      the run is still working: spawn logs -f 20261123-090000-aaaa follows it")
 	assert.NotContains(t, got, "exit")
 }
@@ -251,7 +266,7 @@ func TestPsShowsALiveRunsPhaseTurnAndLastAction(t *testing.T) {
 			Agent: &watcher.Progress{Kind: watcher.ProgressTool, Turns: 3, Tool: "Edit", Input: json.RawMessage(`{"file_path":"/sb/main.go"}`)}})
 	r := spawnMain(t, os.Environ(), "", "ps", "--repo", repo)
 	require.Equal(t, 0, r.code, r.stderr)
-	assert.Regexp(t, `(?m)^ID +PHASE +ROUND +TURN +COST +ELAPSED +LAST ACTION\n20261123-090000-aaaa +coder +1 +3 +\$0\.0042 +\d+s +Edit main.go$`, r.stdout)
+	assert.Regexp(t, `(?m)^ID +PID +PHASE +ROUND +TURN +COST +ELAPSED +LAST ACTION\n20261123-090000-aaaa +(\d+|-) +coder +1 +3 +\$0\.0042 +\d+s +Edit main.go$`, r.stdout)
 
 	r = spawnMain(t, os.Environ(), "", "ps", "--json", "--repo", repo)
 	require.Equal(t, 0, r.code, r.stderr)
@@ -294,5 +309,5 @@ func TestShowOfARunWithoutARecordSaysWhereItsFilesAre(t *testing.T) {
 
 	r = spawnMain(t, os.Environ(), "", "ls", "--repo", repo)
 	assert.Equal(t, 0, r.code, r.stderr)
-	assert.Regexp(t, `(?m)^20261123-090000-aaaa +- +- +broken +- +- +- +- +read record: .*$`, r.stdout)
+	assert.Regexp(t, `(?m)^20261123-090000-aaaa +- +- +broken +- +- +read record: .*$`, r.stdout)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,15 +20,21 @@ import (
 type lsOptions struct {
 	Repo string
 	JSON bool
+	Wide bool
 }
+
+// lsWidth is the widest line `spawn ls` prints without --wide.
+const lsWidth = 100
 
 func newLsCmd(d *deps) *cli.Command {
 	return &cli.Command{
 		Name:  "ls",
 		Usage: "list the repository's runs, newest first",
-		Description: "One line per run: id, age, mode, status, verdict, review rounds, cost, branch\n" +
-			"and task. A run whose spawn is still working is running (its cost so far); a run\n" +
-			"whose record cannot be read is broken.\n\n" +
+		Description: "One line per run, at most 100 columns: id, age, mode, outcome (approved, changes\n" +
+			"requested, interrupted, failed: <kind>...), review rounds, cost and task. A run whose spawn\n" +
+			"is still working is running (its cost so far); a run whose record cannot be read is broken.\n" +
+			"--wide shows status and verdict apart, the branch (- once spawn clean removed it) and the\n" +
+			"whole first line of the task.\n\n" +
 			"--json prints one array, newest first, of objects with the fields: id, state\n" +
 			"(running | abandoned | finished | broken), status, mode, verdict, exit_code,\n" +
 			"rounds, cost_usd, branch, task, started_at, finished_at (null while running),\n" +
@@ -38,12 +46,13 @@ func newLsCmd(d *deps) *cli.Command {
 		Flags: []cli.Flag{
 			repoFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print the runs as one JSON array"},
+			&cli.BoolFlag{Name: "wide", Aliases: []string{"w"}, Usage: "show every column: status, verdict, branch, the whole task"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
 				return usageError{fmt.Errorf("spawn ls takes no argument (got %q); spawn show ID shows one run", c.Args().First())}
 			}
-			return runLs(c.Context, d, &lsOptions{Repo: c.String("repo"), JSON: c.Bool("json")})
+			return runLs(c.Context, d, &lsOptions{Repo: c.String("repo"), JSON: c.Bool("json"), Wide: c.Bool("wide")})
 		},
 	}
 }
@@ -103,7 +112,28 @@ func runLs(ctx context.Context, d *deps, opts *lsOptions) error {
 		fmt.Fprintf(d.io.Err, "no run yet in %s; start one with: spawn run \"describe the task\"\n", repo.Dir)
 		return nil
 	}
-	return lsTable(d.io.Out, entries, time.Now())
+	if !opts.Wide {
+		return lsTable(d.io.Out, entries, time.Now())
+	}
+	branches, err := localBranches(ctx, repo)
+	if err != nil {
+		fmt.Fprintf(d.io.Err, "spawn: warning: cannot list the branches, so removed ones are shown too: %v\n", err)
+	}
+	return lsWide(d.io.Out, entries, time.Now(), branches)
+}
+
+// localBranches is the set of the repository's local branches; nil when
+// they cannot be listed.
+func localBranches(ctx context.Context, repo *spawn.Repo) (map[string]bool, error) {
+	out, err := repo.Git.Run(ctx, "for-each-ref", "--format=%(refname:short)", "refs/heads/")
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for _, b := range strings.Fields(out) {
+		set[b] = true
+	}
+	return set, nil
 }
 
 // lsEntry is a registry entry as `spawn ls --json` prints it.
@@ -124,27 +154,94 @@ func lsEntry(e runs.Entry) lsRun {
 	return r
 }
 
-// lsTable writes the runs as a table, one line each, ages counted to now.
+// lsTable writes the runs as a table of at most lsWidth columns, one line
+// each, ages counted to now: the task is cut (at a word) to fit.
 func lsTable(w io.Writer, entries []runs.Entry, now time.Time) error {
+	rows := [][]string{{"ID", "AGE", "MODE", "OUTCOME", "ROUNDS", "COST", "TASK"}}
+	for _, e := range entries {
+		s := e.Summary
+		if s == nil {
+			rows = append(rows, []string{e.ID, "-", "-", lsStatus(e), "-", "-", lsProblem(e)})
+			continue
+		}
+		out := lsStatus(e)
+		if e.State == runs.StateFinished {
+			errKind := ""
+			if s.Error != nil {
+				errKind = s.Error.Kind
+			}
+			out = outcomeOf(s.Status, s.Verdict, errKind)
+		}
+		rows = append(rows, []string{e.ID, age(now.Sub(s.StartedAt)), string(s.Mode), out, fmt.Sprint(s.Rounds),
+			fmt.Sprintf("$%.4f", s.CostUSD), firstLine(s.Task)})
+	}
+	return writeColumns(w, rows, lsWidth)
+}
+
+// lsWide writes the runs with every column: status and verdict apart, the
+// branch ("-" when branches, when known, does not hold it: spawn clean
+// removed it) and the task's whole first line.
+func lsWide(w io.Writer, entries []runs.Entry, now time.Time, branches map[string]bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tAGE\tMODE\tSTATUS\tVERDICT\tROUNDS\tCOST\tBRANCH\tTASK")
 	for _, e := range entries {
 		s := e.Summary
 		if s == nil {
-			why := "its record cannot be read"
-			switch {
-			case e.State == runs.StateRunning:
-				why = "starting: no record yet"
-			case e.Err != nil:
-				why = firstLine(e.Err.Error())
-			}
-			fmt.Fprintf(tw, "%s\t-\t-\t%s\t-\t-\t-\t-\t%s\n", e.ID, lsStatus(e), cut(why, 60))
+			fmt.Fprintf(tw, "%s\t-\t-\t%s\t-\t-\t-\t-\t%s\n", e.ID, lsStatus(e), lsProblem(e))
 			continue
 		}
+		branch := s.Branch
+		if branches != nil && !branches[branch] {
+			branch = ""
+		}
+		task, _, _ := strings.Cut(strings.TrimSpace(s.Task), "\n")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t$%.4f\t%s\t%s\n", e.ID, age(now.Sub(s.StartedAt)), s.Mode, lsStatus(e),
-			s.Verdict, s.Rounds, s.CostUSD, orDash(s.Branch), cut(firstLine(s.Task), 50))
+			s.Verdict, s.Rounds, s.CostUSD, orDash(branch), task)
 	}
 	return tw.Flush()
+}
+
+// lsProblem says why a run has no summary.
+func lsProblem(e runs.Entry) string {
+	switch {
+	case e.State == runs.StateRunning:
+		return "starting: no record yet"
+	case e.Err != nil:
+		return firstLine(e.Err.Error())
+	}
+	return "its record cannot be read"
+}
+
+// writeColumns writes rows as columns two spaces apart, the last column
+// cut (at a word) so that no line is wider than width, unless the other
+// columns alone are; then it keeps 20 runes of it.
+func writeColumns(w io.Writer, rows [][]string, width int) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	last := len(rows[0]) - 1
+	widths := make([]int, last)
+	for _, r := range rows {
+		for i := 0; i < last; i++ {
+			widths[i] = max(widths[i], len([]rune(r[i])))
+		}
+	}
+	room := width
+	for _, n := range widths {
+		room -= n + 2
+	}
+	room = max(room, 20)
+	var b strings.Builder
+	for _, r := range rows {
+		for i := 0; i < last; i++ {
+			b.WriteString(r[i])
+			b.WriteString(strings.Repeat(" ", widths[i]-len([]rune(r[i]))+2))
+		}
+		b.WriteString(cut(r[last], room))
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // lsStatus is the status column: what the registry knows of a run's life
@@ -174,12 +271,21 @@ func age(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
-// cut shortens s to n runes, ending it with "..." when it was longer.
+// cut shortens s to at most n runes for the screen: at the last word
+// boundary that fits, ending with "..." when it was longer (mid-word only
+// for a single word longer than n). Records keep the whole text.
 func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-3]) + "..."
+	r := []rune(s)
+	if len(r) <= n {
+		return s
 	}
-	return s
+	keep := r[:n-3]
+	if r[n-3] != ' ' {
+		if i := strings.LastIndexFunc(string(keep), unicode.IsSpace); i > 0 {
+			keep = []rune(string(keep)[:i])
+		}
+	}
+	return strings.TrimRight(string(keep), " \t,;:.") + "..."
 }
 
 // orDash is s, or "-" when s is empty.

@@ -30,7 +30,7 @@ func TestRunFlagsAndTask(t *testing.T) {
 		}},
 		{"flags after the task", []string{"run", "fix", "the", "bug", "--mode=pingpong", "--idle-timeout", "90s", "--base", "main"}, "", func(t *testing.T, o *runOptions, task string) {
 			assert.Equal(t, "pingpong", o.Mode)
-			assert.Equal(t, "1m30s", o.IdleTimeout.String())
+			assert.Equal(t, "1m30s", o.Limits.IdleTimeout.String())
 			assert.Equal(t, "main", o.Base)
 			assert.Equal(t, "fix the bug", task)
 		}},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
 // prOptions is `spawn pr` after flag parsing.
@@ -57,7 +58,7 @@ func newPRCmd(d *deps) *cli.Command {
 // the run's exit code.
 func runPR(ctx context.Context, d *deps, opts *prOptions) error {
 	return d.runAgents(opts.JSON, func() (*observability.Record, error) {
-		repo, loaded, err := d.openConfigured(ctx, opts.Repo, opts.Config)
+		repo, loaded, err := d.openConfigured(ctx, opts.Repo, opts.Config, config.Overrides{})
 		if err != nil {
 			return rejected("", err), err
 		}

@@ -142,9 +142,9 @@ func describe(ev watcher.Progress) string {
 		return "tool:   " + ev.Tool + " " + toolSummary(ev.Input)
 	case watcher.ProgressDenial:
 		if ev.Rule != "" {
-			return fmt.Sprintf("denied: %s %s (escalatable: %s)", ev.Tool, toolSummary(ev.Input), ev.Rule)
+			return fmt.Sprintf("denied: %s %s (it did not run; escalatable: %s)", ev.Tool, toolSummary(ev.Input), ev.Rule)
 		}
-		return fmt.Sprintf("denied: %s %s", ev.Tool, toolSummary(ev.Input))
+		return fmt.Sprintf("denied: %s %s (it did not run)", ev.Tool, toolSummary(ev.Input))
 	case watcher.ProgressEscalation:
 		return "granted " + ev.Rule + "; resuming the session"
 	case watcher.ProgressQuestion:

@@ -25,9 +25,10 @@ func newPsCmd(d *deps) *cli.Command {
 	return &cli.Command{
 		Name:  "ps",
 		Usage: "show what the live runs are doing",
-		Description: "One line per run whose spawn is still working: id, phase (coder, reviewer,\n" +
-			"fixing...), review round, the coder's turn, the run's cost so far, the time\n" +
-			"since it started, and the last thing an agent did (Edit main.go).\n\n" +
+		Description: "One line per run whose spawn is still working: id, the pid of its spawn process,\n" +
+			"phase (coder, reviewer, fixing...), review round, the coder's turn, the run's cost so\n" +
+			"far, the time since it started, and the last thing an agent did (Edit main.go).\n" +
+			"spawn stop ID stops a run as Ctrl-C does.\n\n" +
 			"--json prints one array of objects with the fields: id, phase, round, seat (a\n" +
 			"reviewer seat), turn, cost_usd, started_at, elapsed_ms, last_action, last_role\n" +
 			"(the agent that did it), updated_at (the time of the run's last event), task,\n" +
@@ -157,7 +158,7 @@ func lastAction(l spawn.Live) string {
 // psTable writes the live runs as a table.
 func psTable(w io.Writer, live []psRun) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPHASE\tROUND\tTURN\tCOST\tELAPSED\tLAST ACTION")
+	fmt.Fprintln(tw, "ID\tPID\tPHASE\tROUND\tTURN\tCOST\tELAPSED\tLAST ACTION")
 	for _, r := range live {
 		phase := r.Phase
 		if r.Seat != "" && r.Seat != "all" {
@@ -167,7 +168,11 @@ func psTable(w io.Writer, live []psRun) error {
 		if !r.StartedAt.IsZero() {
 			elapsed = (time.Duration(r.ElapsedMS) * time.Millisecond).Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t$%.4f\t%s\t%s\n", r.ID, phase, r.Round, r.Turn, r.CostUSD, elapsed, orDash(cut(r.LastAction, 60)))
+		pid := "-"
+		if r.PID > 0 {
+			pid = fmt.Sprint(r.PID)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t$%.4f\t%s\t%s\n", r.ID, pid, phase, r.Round, r.Turn, r.CostUSD, elapsed, orDash(cut(r.LastAction, 60)))
 	}
 	return tw.Flush()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
 // resumeOptions is `spawn resume` after flag parsing.
@@ -19,6 +20,7 @@ type resumeOptions struct {
 	JSON       bool
 	Quiet      bool
 	Progress   progressMode
+	Limits     config.Overrides // the limits the flags set (limitFlags)
 }
 
 func newResumeCmd(d *deps) *cli.Command {
@@ -32,14 +34,14 @@ func newResumeCmd(d *deps) *cli.Command {
 			"The exit code is the continued run's.\n\n" +
 			"Example:\n   spawn resume last\n   spawn resume 20261123-0931 --more-rounds 2",
 		OnUsageError: onUsageError,
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "more-rounds", Usage: "review rounds to allow after the last one (default: what max_iterations leaves, at least 1)"},
+		Flags: append([]cli.Flag{
+			&cli.IntFlag{Name: "more-rounds", Usage: "review rounds to allow after the last one", DefaultText: "what max_iterations leaves, at least 1"},
 			repoFlag(),
 			&cli.StringFlag{Name: "config", Usage: "the configuration file (default: <repo>/spawn-team.toml, then $XDG_CONFIG_HOME/spawn/spawn-team.toml)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the record as the only output, one JSON document on stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not narrate what the agents do on stderr"},
 			progressFlag(),
-		},
+		}, limitFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usageError{errors.New("give one run to resume: its id, a unique prefix of it, or last")}
@@ -52,7 +54,7 @@ func newResumeCmd(d *deps) *cli.Command {
 				return err
 			}
 			return runResume(c.Context, d, &resumeOptions{Ref: c.Args().First(), MoreRounds: c.Int("more-rounds"),
-				Repo: c.String("repo"), Config: c.String("config"), JSON: c.Bool("json"), Quiet: c.Bool("quiet"), Progress: progress})
+				Repo: c.String("repo"), Config: c.String("config"), JSON: c.Bool("json"), Quiet: c.Bool("quiet"), Progress: progress, Limits: limitOverrides(c)})
 		},
 	}
 }
@@ -61,7 +63,7 @@ func newResumeCmd(d *deps) *cli.Command {
 // (or the record) and returns the continued run's exit code.
 func runResume(ctx context.Context, d *deps, opts *resumeOptions) error {
 	return d.runAgents(opts.JSON, func() (*observability.Record, error) {
-		repo, loaded, err := d.openConfigured(ctx, opts.Repo, opts.Config)
+		repo, loaded, err := d.openConfigured(ctx, opts.Repo, opts.Config, opts.Limits)
 		if err != nil {
 			return rejected("", err), err
 		}

@@ -20,22 +20,22 @@ import (
 
 // runOptions is `spawn run` after flag parsing.
 type runOptions struct {
-	Task         string
-	TaskFile     string
-	TaskArgs     []string
-	Mode         string
-	Repo         string
-	Base         string
-	Branch       string
-	Config       string
-	JSON         bool
-	Quiet        bool // no narration of what the agents do; notes, warnings and the summary stay
-	IdleTimeout  time.Duration
-	TotalTimeout time.Duration
-	Model        string
-	Coder        string   // --coder
-	Reviewers    []string // --reviewer, repeated
-	PRBase       string   // github mode: the pull request's base branch
+	Task     string
+	TaskFile string
+	TaskArgs []string
+	Mode     string
+	Repo     string
+	Base     string
+	Branch   string
+	Config   string
+	JSON     bool
+	Quiet    bool // no narration of what the agents do; notes, warnings and the summary stay
+	// Limits are the limits the flags set (limitFlags).
+	Limits    config.Overrides
+	Model     string
+	Coder     string   // --coder
+	Reviewers []string // --reviewer, repeated
+	PRBase    string   // github mode: the pull request's base branch
 	// Progress is --progress: what stderr shows while the run runs.
 	Progress progressMode
 	// Detach starts the run in a process of its own (runDetach); childArgs
@@ -58,7 +58,7 @@ func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *c
 			"   spawn run --mode solo --task-file task.md\n" +
 			"   echo \"fix the flaky test in store_test.go\" | spawn run --json -",
 		OnUsageError: onUsageError,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "mode", Usage: "solo | sequential | pingpong | github (default: the config's mode, pingpong out of the box)"},
 			&cli.StringFlag{Name: "repo", Usage: "the git repository to work on", Value: "."},
 			&cli.StringFlag{Name: "base", Usage: "the commit the sandbox branch starts from", Value: "HEAD"},
@@ -67,8 +67,6 @@ func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *c
 			&cli.StringFlag{Name: "task-file", Usage: "read the task from this file"},
 			&cli.BoolFlag{Name: "json", Usage: "print the record as the only output, one JSON document on stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "do not narrate what the agents do on stderr (the summary, notes and warnings stay)"},
-			&cli.DurationFlag{Name: "idle-timeout", Usage: "stop an agent that prints nothing for this long (e.g. 5m)"},
-			&cli.DurationFlag{Name: "total-timeout", Usage: "stop an agent that runs this long (e.g. 30m)"},
 			&cli.StringFlag{Name: "coder", Usage: "the coder's agent CLI: " + strings.Join(runners.NewRegistry().Names(), " | ") + " (default: the config's coder)"},
 			&cli.StringSliceFlag{Name: "reviewer", Usage: "a reviewer's agent CLI, one seat of the review board; repeat it for a board of several (default: the config's reviewers)"},
 			&cli.StringFlag{Name: "model", Usage: "the coder's model (its CLI's --model; default: [runners.<coder>] model)"},
@@ -76,7 +74,7 @@ func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *c
 			progressFlag(),
 			&cli.BoolFlag{Name: "detach", Usage: "start the run in the background, print its id and return (with --json, {\"id\": ...}); its output goes to detach.log in the run directory"},
 			&cli.StringFlag{Name: detachedIDFlag, Hidden: true},
-		},
+		}, limitFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := danglingValue(c); err != nil {
 				return err
@@ -89,25 +87,24 @@ func newRunCmd(d *deps, runF func(context.Context, *deps, *runOptions) error) *c
 				return err
 			}
 			opts := &runOptions{
-				TaskFile:     c.String("task-file"),
-				TaskArgs:     c.Args().Slice(),
-				Mode:         c.String("mode"),
-				Repo:         c.String("repo"),
-				Base:         c.String("base"),
-				Branch:       c.String("branch"),
-				Config:       c.String("config"),
-				JSON:         c.Bool("json"),
-				Quiet:        c.Bool("quiet"),
-				IdleTimeout:  c.Duration("idle-timeout"),
-				TotalTimeout: c.Duration("total-timeout"),
-				Model:        c.String("model"),
-				Coder:        c.String("coder"),
-				Reviewers:    c.StringSlice("reviewer"),
-				PRBase:       c.String("pr-base"),
-				Progress:     progress,
-				Detach:       c.Bool("detach"),
-				DetachedID:   c.String(detachedIDFlag),
-				childArgs:    childRunArgs(c),
+				TaskFile:   c.String("task-file"),
+				TaskArgs:   c.Args().Slice(),
+				Mode:       c.String("mode"),
+				Repo:       c.String("repo"),
+				Base:       c.String("base"),
+				Branch:     c.String("branch"),
+				Config:     c.String("config"),
+				JSON:       c.Bool("json"),
+				Quiet:      c.Bool("quiet"),
+				Limits:     limitOverrides(c),
+				Model:      c.String("model"),
+				Coder:      c.String("coder"),
+				Reviewers:  c.StringSlice("reviewer"),
+				PRBase:     c.String("pr-base"),
+				Progress:   progress,
+				Detach:     c.Bool("detach"),
+				DetachedID: c.String(detachedIDFlag),
+				childArgs:  childRunArgs(c),
 			}
 			return runF(c.Context, d, opts)
 		},
@@ -125,6 +122,9 @@ func readTask(opts *runOptions, stdin io.Reader) (string, error) {
 		if err != nil {
 			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("cannot read the task file: %v", err), Err: err}
 		}
+		if strings.TrimSpace(string(b)) == "" {
+			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("the task file %s is empty; write the task in it, or give the task as words", opts.TaskFile)}
+		}
 		return string(b), nil
 	case args != "-" && slices.Contains(opts.TaskArgs, "-"):
 		return "", &spawn.Error{Kind: spawn.KindUsage, Msg: `"-" reads the task from stdin and must be the only word; give the task as words, or pipe it: echo "fix the bug" | spawn run -`}
@@ -132,6 +132,9 @@ func readTask(opts *runOptions, stdin io.Reader) (string, error) {
 		b, err := io.ReadAll(stdin)
 		if err != nil {
 			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("cannot read the task from stdin: %v", err), Err: err}
+		}
+		if strings.TrimSpace(string(b)) == "" {
+			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: `stdin held no task; pipe the task in, such as: echo "fix the bug" | spawn run -`}
 		}
 		return string(b), nil
 	case args == "":
@@ -172,13 +175,14 @@ func (d *deps) runAgents(json bool, run func() (*observability.Record, error)) e
 }
 
 // openConfigured opens the repository that holds dir (repairing its
-// abandoned runs) and loads the configuration for it.
-func (d *deps) openConfigured(ctx context.Context, dir, file string) (*spawn.Repo, config.Loaded, error) {
+// abandoned runs) and loads the configuration for it, with the flags'
+// overrides.
+func (d *deps) openConfigured(ctx context.Context, dir, file string, flags config.Overrides) (*spawn.Repo, config.Loaded, error) {
 	repo, err := d.openRepo(ctx, dir)
 	if err != nil {
 		return nil, config.Loaded{}, err
 	}
-	loaded, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Env: d.env})
+	loaded, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Env: d.env, Flags: flags})
 	return repo, loaded, err
 }
 
@@ -189,10 +193,10 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 	if err != nil {
 		return rejected(task, err), err
 	}
-	loaded, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: config.Overrides{
-		Mode: observability.Mode(opts.Mode), IdleTimeout: opts.IdleTimeout, TotalTimeout: opts.TotalTimeout, Model: opts.Model, PRBase: opts.PRBase,
-		Coder: opts.Coder, Reviewers: opts.Reviewers,
-	}})
+	flags := opts.Limits
+	flags.Mode, flags.Model, flags.PRBase = observability.Mode(opts.Mode), opts.Model, opts.PRBase
+	flags.Coder, flags.Reviewers = opts.Coder, opts.Reviewers
+	loaded, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: flags})
 	if err != nil {
 		return rejected(task, err), err
 	}
@@ -227,10 +231,8 @@ func rejected(task string, err error) *observability.Record {
 	return rec
 }
 
+// firstLine is the first line of s, cut to fit a terminal line (cut).
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(line); len(r) > 100 {
-		line = string(r[:97]) + "..."
-	}
-	return line
+	return cut(line, 100)
 }

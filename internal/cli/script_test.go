@@ -14,6 +14,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/infinite-improbability-drive/spawn/internal/entry"
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
@@ -23,6 +24,9 @@ import (
 // TestMain lets the test binary stand in for the spawn binary: the stories
 // in testdata/script run `spawn` as a real process.
 func TestMain(m *testing.M) {
+	if code, ok := entry.Dispatch(os.Args); ok {
+		proc.Exit(code)
+	}
 	proc.Main()
 	if os.Getenv("SPAWN_TEST_BE_SPAWN") == "1" {
 		os.Exit(Main(os.Args, os.Environ(), os.Stdin, os.Stdout, os.Stderr))

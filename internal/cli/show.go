@@ -100,7 +100,7 @@ func unreadableRecord(e runs.Entry, err error) error {
 
 // runShow is `spawn show`: the run's summary, or its record with --json.
 func runShow(ctx context.Context, d *deps, opts *showOptions) error {
-	_, e, err := d.lookupRun(ctx, opts.Repo, opts.Ref)
+	repo, e, err := d.lookupRun(ctx, opts.Repo, opts.Ref)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func runShow(ctx context.Context, d *deps, opts *showOptions) error {
 		if e.State == runs.StateAbandoned {
 			fmt.Fprintf(d.io.Err, "spawn: run %s was abandoned (its spawn process died) and could not be repaired yet; its record is as the process left it\n", e.ID)
 		}
-		fmt.Fprint(d.io.Out, summary(rec))
+		fmt.Fprint(d.io.Out, render(rec, view{removed: cleaned(ctx, repo, rec)}))
 		return nil
 	}
 	l, err := spawn.ReadLive(e.Paths)
@@ -138,10 +138,32 @@ func runShow(ctx context.Context, d *deps, opts *showOptions) error {
 	return nil
 }
 
+// ranFor is how long the live run rec has run by now: since it started,
+// or, resumed, its earlier parts and the time since the resume.
+func ranFor(rec *observability.Record, now time.Time) time.Duration {
+	if n := len(rec.Resumes); n > 0 {
+		last := rec.Resumes[n-1]
+		return time.Duration(last.FromDurationMS)*time.Millisecond + now.Sub(last.At)
+	}
+	return now.Sub(rec.StartedAt)
+}
+
+// cleaned reports whether the worktree and the branch of the finished run
+// rec are both gone (spawn clean removed them).
+func cleaned(ctx context.Context, repo *spawn.Repo, rec *observability.Record) bool {
+	if rec.Branch == "" || rec.SandboxPath == "" {
+		return false
+	}
+	if _, err := os.Stat(rec.SandboxPath); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return !repo.Git.BranchExists(ctx, rec.Branch)
+}
+
 // liveSummary is the summary of a run still running: its first line, then
-// what it is doing now, then the rest.
+// what it is doing now, then the rest, with the run's cost so far.
 func liveSummary(rec *observability.Record, l spawn.Live, now time.Time) string {
-	head, rest, _ := strings.Cut(summary(rec), "\n")
+	head, rest, _ := strings.Cut(render(rec, view{liveCost: l.CostUSD}), "\n")
 	phase := string(l.Phase)
 	if phase == "" {
 		phase = "starting"
@@ -149,7 +171,7 @@ func liveSummary(rec *observability.Record, l spawn.Live, now time.Time) string 
 	if l.Round > 0 {
 		phase += fmt.Sprintf(", round %d", l.Round)
 	}
-	doing := fmt.Sprintf("%s, coder turn %d, $%.4f so far, %s elapsed", phase, l.Turns, l.CostUSD, now.Sub(rec.StartedAt).Round(time.Second))
+	doing := fmt.Sprintf("%s, coder turn %d, %s elapsed", phase, l.Turns, ranFor(rec, now).Round(time.Second))
 	if a := lastAction(l); a != "" {
 		doing += fmt.Sprintf("; last: %s (%s)", a, l.Role)
 	}

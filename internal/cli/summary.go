@@ -3,11 +3,16 @@ package cli
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/prompts"
+	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -16,7 +21,19 @@ import (
 // open, what the coder declined and why, the run's notes, what was granted and denied, the
 // coder's last word, the cost per agent, the record, and the next steps
 // that are true for this outcome.
-func summary(rec *observability.Record) string {
+func summary(rec *observability.Record) string { return render(rec, view{}) }
+
+// view is what a summary knows beyond the record.
+type view struct {
+	// liveCost is a live run's cost so far, from its event stream (the
+	// record counts only the sessions that ended).
+	liveCost float64
+	// removed says the run's worktree and branch are gone (spawn clean).
+	removed bool
+}
+
+// render is the summary of rec as v sees it.
+func render(rec *observability.Record, v view) string {
 	var b strings.Builder
 	if rec.Status == observability.StatusRunning {
 		// A live run (spawn show): no exit code or duration yet.
@@ -25,9 +42,12 @@ func summary(rec *observability.Record) string {
 		fmt.Fprintf(&b, "spawn %s: %s (exit %d) in %s\n", rec.ID, outcome(rec), rec.ExitCode, time.Duration(rec.DurationMS)*time.Millisecond)
 	}
 	fmt.Fprintf(&b, "  task:      %s\n", firstLine(rec.Task))
-	if rec.Branch == "" {
+	switch {
+	case rec.Branch == "":
 		fmt.Fprintf(&b, "  sandbox:   removed: the run failed before the coder changed anything\n")
-	} else {
+	case v.removed:
+		fmt.Fprintf(&b, "  branch:    %s (removed: its worktree and branch were cleaned)\n", rec.Branch)
+	default:
 		fmt.Fprintf(&b, "  branch:    %s\n", rec.Branch)
 		fmt.Fprintf(&b, "  worktree:  %s\n", rec.SandboxPath)
 	}
@@ -51,17 +71,21 @@ func summary(rec *observability.Record) string {
 			fmt.Fprintf(&b, "  resets:    %s (the usage limit; spawn resume %s goes on after it)\n", at.Local().Format(time.DateTime+" MST"), rec.ID)
 		}
 	}
+	if line := roundLimit(rec); line != "" {
+		fmt.Fprintf(&b, "  limit:     %s\n", line)
+	}
 	for _, n := range rec.Notes {
 		fmt.Fprintf(&b, "  note:      %s\n", n)
 	}
+	ids := shortIDs(rec)
 	if len(rec.ReviewFeedback) > 0 {
-		b.WriteString(rounds(rec))
+		b.WriteString(rounds(rec, ids))
 	}
 	open := openFindings(rec)
 	if len(open) > 0 {
 		fmt.Fprintf(&b, "  open:      %s still open\n", plural(len(open), "finding"))
 		for _, f := range open {
-			fmt.Fprintf(&b, "             %-8s %s  %s\n", f.Severity, location(f), f.Title)
+			fmt.Fprintf(&b, "             %-8s %-7s %s  %s\n", f.Severity, ids[f.ID], location(f), f.Title)
 		}
 	}
 	byID := findingsByID(rec)
@@ -72,7 +96,7 @@ func summary(rec *observability.Record) string {
 		}
 		title := r.FindingID
 		if f, ok := byID[r.FindingID]; ok {
-			title = fmt.Sprintf("%s %s  %s", f.Severity, location(f), f.Title)
+			title = fmt.Sprintf("%s %s %s  %s", ids[f.ID], f.Severity, location(f), f.Title)
 		}
 		fmt.Fprintf(&b, "  %-10s %s\n             the coder (round %d): %s\n", label, title, r.Iteration, firstLine(r.Reason))
 	}
@@ -80,18 +104,25 @@ func summary(rec *observability.Record) string {
 		fmt.Fprintf(&b, "  granted:   %s to %s (round %d)\n", g.Rule, g.LLM, g.Iteration)
 	}
 	for _, p := range rec.PermissionsRequested {
-		fmt.Fprintf(&b, "  denied:    %s %s (%s, round %d)\n", p.Tool, toolSummary(p.Input), p.LLM, p.Iteration)
+		fmt.Fprintf(&b, "  denied:    %s %s (%s, round %d): it did not run\n", p.Tool, toolSummary(p.Input), p.LLM, p.Iteration)
+		if rule := allowRule(p); rule != "" {
+			fmt.Fprintf(&b, "             to allow it, add %q to allowed_tools in [permissions] of %s\n", rule, config.File)
+		}
 	}
 	if n := len(rec.CoderMessages); n > 0 {
 		m := rec.CoderMessages[n-1]
 		fmt.Fprintf(&b, "  coder said (round %d):\n", m.Iteration)
-		for _, line := range excerpt(m.Text, 6) {
+		for _, line := range excerpt(withShortIDs(m.Text, ids), 6) {
 			fmt.Fprintf(&b, "             %s\n", line)
 		}
 	}
-	b.WriteString(cost(rec))
+	if rec.Status == observability.StatusRunning {
+		fmt.Fprintf(&b, "  cost:      $%.4f so far\n", max(rec.Usage.CostUSD, v.liveCost))
+	} else {
+		b.WriteString(cost(rec))
+	}
 	fmt.Fprintf(&b, "  record:    %s\n", filepath.Join(rec.Repo, sandbox.Dir, "runs", rec.ID, "record.json"))
-	for i, step := range nextSteps(rec, len(open)) {
+	for i, step := range nextSteps(rec, len(open), v.removed) {
 		label := "next:"
 		if i > 0 {
 			label = ""
@@ -101,12 +132,49 @@ func summary(rec *observability.Record) string {
 	return b.String()
 }
 
+// allowRule is the permission rule that would allow a call the coder was
+// refused, "" when there is none to suggest (a reviewer's call: reviewers
+// are read-only; a call an escalatable rule covers; a compound command).
+func allowRule(p observability.PermissionRequest) string {
+	if p.LLM != observability.LLMClaude || p.Rule != "" {
+		return ""
+	}
+	return runners.ClaudeAllowRule(p.Tool, p.Input)
+}
+
+// roundLimit says, for a reviewed run the round limit stopped with
+// findings open, which limit it was and how to raise it; "" otherwise.
+func roundLimit(rec *observability.Record) string {
+	if rec.Status != observability.StatusSucceeded || rec.Verdict != observability.VerdictChangesRequested || rec.Mode == observability.ModePR {
+		return ""
+	}
+	last := 0
+	for _, f := range rec.ReviewFeedback {
+		last = max(last, f.Iteration)
+	}
+	if rec.Mode == observability.ModeSequential {
+		return fmt.Sprintf("sequential mode ends with the review of its one fix turn (round %d)", last)
+	}
+	return fmt.Sprintf("the loop stopped at its round limit after review round %d (max_iterations); raise it with %s",
+		last, config.Ways("spawn-team.max_iterations"))
+}
+
 // outcome names how the run ended in words: the verdict of a completed
 // reviewed run, "done" for a solo one, else the status.
 func outcome(rec *observability.Record) string {
-	switch rec.Status {
+	kind := ""
+	if rec.Error != nil {
+		kind = rec.Error.Kind
+	}
+	return outcomeOf(rec.Status, rec.Verdict, kind)
+}
+
+// outcomeOf is outcome for a run that ended with status and verdict, and
+// the error kind errKind ("" for none).
+func outcomeOf(status observability.Status, verdict observability.Verdict, errKind string) string {
+	switch status {
 	case observability.StatusSucceeded:
-		switch rec.Verdict {
+		switch verdict {
 		case observability.VerdictNone:
 			return "done, not reviewed"
 		case observability.VerdictChangesRequested:
@@ -116,56 +184,127 @@ func outcome(rec *observability.Record) string {
 		case observability.VerdictReviewFailed:
 			return "review failed"
 		}
-		return string(rec.Verdict)
+		return string(verdict)
 	case observability.StatusTimedOut:
 		return "timed out"
 	case observability.StatusFailed:
-		if rec.Error != nil && rec.Error.Kind != "" {
-			return "failed: " + rec.Error.Kind
+		if errKind != "" {
+			return "failed: " + errKind
 		}
 	}
-	return string(rec.Status)
+	return string(status)
 }
 
-// nextSteps are what the person can do now, true for this outcome: merge
-// only what was approved, or say plainly that the work was not reviewed.
-func nextSteps(rec *observability.Record, open int) []string {
-	if rec.Status == observability.StatusRunning {
-		return []string{"the run is still working: spawn logs -f " + rec.ID + " follows it, spawn ps shows what it does"}
+// raiseFlagRE finds the flag a limit's error names ("raise it with
+// --idle-timeout, ...").
+var raiseFlagRE = regexp.MustCompile(`raise it with (--[a-z-]+)`)
+
+// nextSteps are what the person can do now, true for this outcome and
+// named as spawn's own commands: merge only what was approved (git merge,
+// then spawn clean), read a change with spawn diff, go on with spawn
+// resume wherever resuming continues the work, remove what holds nothing
+// with spawn clean.
+func nextSteps(rec *observability.Record, open int, removed bool) []string {
+	id := rec.ID
+	diff, clean, merge := "spawn diff "+id, "spawn clean "+id, "git merge "+rec.Branch
+	if rec.PRURL != nil {
+		merge = "a merge of its pull request, " + *rec.PRURL
 	}
-	if rec.Branch == "" {
-		return []string{"nothing was left but this record: fix what the error says, then run again"}
-	}
-	if len(rec.Commits) == 0 {
-		return []string{"nothing to take: the branch holds no change. Remove it with: git worktree remove " + rec.SandboxPath + " && git branch -D " + rec.Branch}
-	}
-	diff := fmt.Sprintf("git diff %.12s %s", rec.Base, rec.Branch)
-	if rec.Mode == observability.ModePR && rec.PullRequest != nil {
-		return prSteps(rec, open)
+	resume := ""
+	if !removed && spawn.Resumable(rec) == nil {
+		resume = "spawn resume " + id
+		if rec.Error != nil && (rec.Error.Kind == string(spawn.KindTimeout) || rec.Error.Kind == string(spawn.KindBudget)) {
+			if m := raiseFlagRE.FindStringSubmatch(rec.Error.Message); m != nil {
+				more := " <more>"
+				if strings.HasSuffix(m[1], "-timeout") {
+					more = " <longer>"
+				}
+				resume += " " + m[1] + more
+			}
+		}
 	}
 	switch {
+	case rec.Status == observability.StatusRunning:
+		return []string{fmt.Sprintf("the run is still working: spawn logs -f %s follows it, spawn ps shows what it does, spawn stop %s stops it", id, id)}
+	case rec.Branch == "":
+		return []string{"nothing was left but this record: fix what the error says, then start it again with spawn run"}
+	case removed:
+		return []string{"its worktree and branch are gone; the record stays (spawn clean --purge " + id + " removes it)"}
+	case len(rec.Commits) == 0 && resume != "" && stoppedShort(rec):
+		return []string{"the coder committed nothing before the run stopped: " + resume + " continues it", "or remove the empty branch: " + clean}
+	case len(rec.Commits) == 0:
+		return []string{"nothing to take: the branch holds no change; remove it with " + clean}
+	case rec.Mode == observability.ModePR && rec.PullRequest != nil:
+		return prSteps(rec, open)
 	case rec.Status == observability.StatusSucceeded && rec.Verdict == observability.VerdictApproved:
-		return []string{"approved by the reviewer: git merge " + rec.Branch}
+		return []string{"approved by the reviewer: take it with " + merge, "then remove its worktree and branch: " + clean}
 	case rec.Status == observability.StatusSucceeded && rec.Verdict == observability.VerdictNone:
-		return []string{"read the change (no reviewer ran in " + string(rec.Mode) + " mode): " + diff, "then take it: git merge " + rec.Branch}
+		return []string{"read the change (no reviewer ran in " + string(rec.Mode) + " mode): " + diff, "then take it with " + merge + ", and remove the worktree: " + clean}
 	case rec.Status == observability.StatusSucceeded && rec.Verdict == observability.VerdictReviewFailed:
-		return []string{"the work was NOT reviewed (the reviewer's answer could not be used); read it before merging: " + diff}
-	case rec.Status == observability.StatusSucceeded:
-		return []string{
-			fmt.Sprintf("the reviewer did not approve: %s open; fix them in %s and commit there, or read the change: %s", plural(open, "finding"), rec.SandboxPath, diff),
-			"merge only if you accept what is open: git merge " + rec.Branch,
+		steps := []string{"the work was NOT reviewed (the reviewer's answer could not be used); read it before merging: " + diff}
+		if resume != "" {
+			steps = append(steps, "have it reviewed again: "+resume)
 		}
+		return steps
+	case rec.Status == observability.StatusSucceeded:
+		steps := []string{fmt.Sprintf("the reviewer did not approve: %s open; read the change: %s", plural(open, "finding"), diff)}
+		if resume != "" {
+			steps = append(steps, "run another round of fixes and review: "+resume+" (--more-rounds N for more)")
+		}
+		return append(steps, "or fix them yourself in "+rec.SandboxPath+" and commit there",
+			"merge only if you accept what is open: "+merge)
 	}
 	ended := map[observability.Status]string{observability.StatusTimedOut: "timed out", observability.StatusInterrupted: "was interrupted"}[rec.Status]
 	if ended == "" {
 		ended = "failed"
 	}
-	return []string{fmt.Sprintf("the run %s before its review finished: the work on the branch was NOT reviewed; read it: %s", ended, diff)}
+	what := "before its review finished: the work on the branch was NOT reviewed"
+	if rec.Mode == observability.ModeSolo {
+		what = "before the coder finished"
+	}
+	steps := []string{fmt.Sprintf("the run %s %s; read it: %s", ended, what, diff)}
+	if resume != "" {
+		how := "continue it: "
+		if rec.Status == observability.StatusFailed {
+			how = "once the error is fixed, continue it: "
+		}
+		steps = append(steps, how+resume)
+	}
+	return steps
+}
+
+// stoppedShort reports whether the run ended before its loop did: stopped,
+// timed out, or failed.
+func stoppedShort(rec *observability.Record) bool {
+	switch rec.Status {
+	case observability.StatusInterrupted, observability.StatusTimedOut, observability.StatusFailed:
+		return true
+	}
+	return false
+}
+
+// shortIDs is each finding id of the run as spawn shows it ("F-610c").
+func shortIDs(rec *observability.Record) map[string]string {
+	var all []string
+	for id := range findingsByID(rec) {
+		all = append(all, id)
+	}
+	sort.Strings(all)
+	return prompts.ShortFindingIDs(all)
+}
+
+// withShortIDs is text with each whole finding id replaced by its shown
+// form, so that what the coder said matches the tables.
+func withShortIDs(text string, ids map[string]string) string {
+	for id, short := range ids {
+		text = strings.ReplaceAll(text, id, short)
+	}
+	return text
 }
 
 // rounds is the table of review rounds: each reviewer's verdict, its
 // findings with their titles, what it resolved; then the run's verdict.
-func rounds(rec *observability.Record) string {
+func rounds(rec *observability.Record, ids map[string]string) string {
 	var b strings.Builder
 	board := 0 // the reviewers' seats: who raised a finding is said on a board of several
 	for _, s := range rec.Seats {
@@ -185,7 +324,7 @@ func rounds(rec *observability.Record) string {
 			if board > 1 && len(x.RaisedBy) > 0 {
 				by = ", raised by " + strings.Join(x.RaisedBy, " and ")
 			}
-			fmt.Fprintf(&b, "               %-8s %s  %s (%s%s)\n", x.Severity, location(x), x.Title, x.Status, by)
+			fmt.Fprintf(&b, "               %-8s %-7s %s  %s (%s%s)\n", x.Severity, ids[x.ID], location(x), x.Title, x.Status, by)
 		}
 		if f.ParseError != "" {
 			fmt.Fprintf(&b, "               the answer could not be used: %s\n", firstLine(f.ParseError))

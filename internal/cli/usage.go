@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/infinite-improbability-drive/spawn/internal/suggest"
 	"github.com/urfave/cli/v2"
@@ -40,14 +41,10 @@ func onUsageError(c *cli.Context, err error, _ bool) error {
 		return usageError{missingValue(findFlag(flags, m[1]), m[1])}
 	}
 	if m := flagUnknownRE.FindStringSubmatch(msg); m != nil {
-		var names []string
-		for _, f := range flags {
-			names = append(names, f.Names()...)
+		if near := nearestFlag(m[1], flags); near != "" {
+			return usageError{fmt.Errorf("%s has no flag %s; did you mean %s?", cmd, dashed(m[1]), dashed(near))}
 		}
-		if near := nearest(m[1], names); near != "" {
-			return usageError{fmt.Errorf("%s has no flag --%s; did you mean --%s?", cmd, m[1], near)}
-		}
-		return usageError{fmt.Errorf("%s has no flag --%s; see %s --help for its flags", cmd, m[1], cmd)}
+		return usageError{fmt.Errorf("%s has no flag %s; see %s --help for its flags", cmd, dashed(m[1]), cmd)}
 	}
 	return usageError{err}
 }
@@ -79,6 +76,39 @@ func danglingValue(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// nearestFlag is the flag the user most likely meant by word: for one
+// letter, the one-letter alias in the other case (-F for -f); for a longer
+// word, the nearest long name. "" when none is close.
+func nearestFlag(word string, flags []cli.Flag) string {
+	var short, long []string
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if len([]rune(n)) == 1 {
+				short = append(short, n)
+			} else {
+				long = append(long, n)
+			}
+		}
+	}
+	if len([]rune(word)) == 1 {
+		for _, n := range short {
+			if strings.EqualFold(n, word) {
+				return n
+			}
+		}
+		return ""
+	}
+	return nearest(word, long)
+}
+
+// dashed is a flag's name as a user types it: -f, --follow.
+func dashed(name string) string {
+	if len([]rune(name)) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 func findFlag(flags []cli.Flag, name string) cli.Flag {

@@ -4,20 +4,16 @@
 // messages sent with `spawn send` (the run's inbox, runs.Inbox).
 //
 // A hook runs at every tool call, so it must cost little more than a
-// process: this package answers it from its init, and depends on nothing
-// outside the standard library but spawn's inbox and claude's hook
-// protocol, so that Go initialises it, and it exits, before the packages
-// of the rest of the binary (kin-openapi's and jsonschema's
-// initialisation alone cost milliseconds).
+// process: the binary answers it (Main, through internal/entry) before it
+// sets up anything else, and no package the binary links does heavy work
+// at initialisation.
 package hook
 
 import (
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
@@ -25,33 +21,26 @@ import (
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
-// init answers a hook call: claude runs spawn's binary as
-// `<exe> __spawn-hook <event> <inbox> <round>` (see runners.HookArg).
-// Every binary that links this package (spawn, through package spawn, and
-// test binaries standing in for it) answers it here, before main or
-// TestMain runs, and exits: 0
-// when answered (a message handed over, or none to hand), 1 when not (a
-// non-blocking error for claude: the coder carries on, and the message
-// waits for the next chance).
-func init() {
-	if len(os.Args) < 2 {
-		return
-	}
-	ev, args, ok, err := runners.HookCall(os.Args[1:])
+// Main answers a hook call when args (a process's arguments after
+// argv[0]) are one: claude runs spawn's binary as
+// `<exe> __spawn-hook <event> <inbox> <round>` (see runners.HookArg). It
+// returns 0 when answered (a message handed over, or none to hand), 1
+// when not (a non-blocking error for claude: the coder carries on, and the
+// message waits for the next chance); ok is false when args are no hook
+// call, and nothing ran.
+func Main(args []string, in io.Reader, out, errw io.Writer) (code int, ok bool) {
+	ev, rest, ok, err := runners.HookCall(args)
 	if !ok {
-		return
+		return 0, false
 	}
 	if err == nil {
-		err = reply(ev, args, os.Stdin, os.Stdout, os.Stderr, time.Now)
+		err = reply(ev, rest, in, out, errw, time.Now)
 	}
-	code := 0
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "spawn: %v\n", err)
-		code = 1
+		fmt.Fprintf(errw, "spawn: %v\n", err)
+		return 1, true
 	}
-	// Not os.Exit: nothing is buffered, and os.Exit in a binary built with
-	// -race sleeps first (GORACE atexit_sleep_ms), at every tool call.
-	syscall.Exit(code)
+	return 0, true
 }
 
 // reply answers one claude hook call for event; args are the inbox

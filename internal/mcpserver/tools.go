@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -186,29 +185,15 @@ func (s *server) await(ctx context.Context, req *mcp.CallToolRequest, repo *spaw
 		token = req.Params.GetProgressToken()
 	}
 	began := time.Now()
-	poll := time.NewTicker(s.opts.Poll)
-	defer poll.Stop()
 	// The first notification goes out at once: a host sees the wait began.
 	nextProgress := began
-	for e.State == runs.StateRunning {
-		if token != nil && !time.Now().Before(nextProgress) {
-			nextProgress = time.Now().Add(s.opts.ProgressEvery)
-			if err := s.notify(ctx, req, token, e, began); err != nil {
-				return e, err
-			}
+	return repo.Await(ctx, e, s.opts.Poll, func(e runs.Entry) error {
+		if token == nil || time.Now().Before(nextProgress) {
+			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return e, ctx.Err()
-		case <-poll.C:
-		}
-		next, err := repo.Find(e.ID)
-		if err != nil {
-			return e, err
-		}
-		e = next
-	}
-	return e, nil
+		nextProgress = time.Now().Add(s.opts.ProgressEvery)
+		return s.notify(ctx, req, token, e, began)
+	})
 }
 
 // notify sends a progress notification saying what run e is doing.
@@ -245,20 +230,13 @@ func (s *server) cancel(ctx context.Context, req *mcp.CallToolRequest, in RunInp
 	if err != nil {
 		return nil, Waited{}, err
 	}
-	if e.State != runs.StateRunning || e.Holder == nil {
+	if e.State != runs.StateRunning {
 		return nil, Waited{}, fmt.Errorf("run %s is not running (it is %s); spawn_result has its outcome", e.ID, e.State)
 	}
-	alive, err := e.Holder.Alive()
-	if err != nil {
-		return nil, Waited{}, fmt.Errorf("cannot tell whether run %s's spawn process (%s) lives: %w", e.ID, e.Holder, err)
-	}
-	if !alive {
-		return nil, Waited{}, fmt.Errorf("run %s's spawn process (%s) is gone or on another host; spawn_list repairs an abandoned run", e.ID, e.Holder)
-	}
-	// SIGTERM is a graceful stop for spawn: it stops the agents, commits
-	// their work and finishes the record as interrupted.
-	if err := syscall.Kill(e.Holder.PID, syscall.SIGTERM); err != nil {
-		return nil, Waited{}, fmt.Errorf("stop run %s (pid %d): %w", e.ID, e.Holder.PID, err)
+	// The graceful stop spawn stop makes: the agents stopped, their work
+	// committed, the record finished as interrupted.
+	if err := repo.Stop(e, false); err != nil {
+		return nil, Waited{}, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, s.opts.CancelWait)
 	defer cancel()

@@ -4,21 +4,30 @@
 // Short commands (git) run to completion with Run. Agents start with Start,
 // under a reaper: this binary re-executed in a hidden mode (a binary that
 // starts agents declares it with Main, at the top of main and TestMain).
-// The reaper leads a process group of its own, which the agent joins; it is
-// a child subreaper, so every process the agent starts stays its descendant
-// even after detaching into a session of its own (claude's Bash tool does
-// that); and it dies with spawn. Nothing the agent started outlives it:
+// The reaper leads a process group of its own, which the agent joins; it
+// keeps track of every process the agent starts, even one that detached
+// into a session of its own (claude's Bash tool does that); and it dies
+// with spawn. Nothing the agent started outlives it:
 //   - the agent exits or crashes: the reaper kills every descendant left,
-//     reaps them, and exits with the agent's status;
+//     and exits with the agent's status;
 //   - spawn stops it (Signal, Terminate, Kill): the agent's group and every
 //     descendant are signalled; the reaper takes no notice of SIGINT and
 //     SIGTERM and, once the agent is gone, kills what is left;
-//   - spawn dies, even by SIGKILL: the reaper's parent-death signal makes it
-//     kill the whole tree and exit.
+//   - spawn dies, even by SIGKILL: the reaper sees it and kills the whole
+//     tree and exits.
 //
-// One case is out of reach: a reaper killed on its own by someone else
-// (kill -9 of that pid alone). The agent then gets SIGKILL as its own
-// parent-death signal, but the descendants it detached go to init.
+// How the reaper does it depends on the system. On Linux it is a child
+// subreaper, so every process the agent starts stays its descendant
+// however it detaches, and it learns of spawn's death by a parent-death
+// signal (reaper_linux.go). Darwin has neither: the reaper follows the
+// tree's forks with kqueue, remembers every process it saw, marks the
+// agent's environment, and watches spawn's pid with kqueue; what that
+// leaves open, and how spawn makes up for it, is said in reaper_darwin.go.
+//
+// One case is out of reach on both: a reaper killed on its own by someone
+// else (kill -9 of that pid alone). spawn then kills the reaper's process
+// group (the agent and whatever stayed in it), but the descendants the
+// agent detached into sessions of their own go to init.
 package proc
 
 import (
@@ -34,7 +43,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unsafe"
 )
 
 // Cmd describes a child process.
@@ -171,6 +179,14 @@ func watch(cmd *exec.Cmd, name string, agent int, reaper bool) *Process {
 		// Learn of the exit without reaping, so that no signal can reach
 		// a process that reuses the pid.
 		werr := waitExited(cmd.Process.Pid)
+		if reaper {
+			// A reaper killed on its own (kill -9 of its pid) leaves its
+			// group behind: the agent on Darwin, where it has no
+			// parent-death signal, and its processes that did not leave
+			// the group, on both systems. The group's id cannot be
+			// reused while the reaper is not reaped.
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // ESRCH only: the reaper emptied it
+		}
 		p.mu.Lock()
 		p.exited = true
 		p.mu.Unlock()
@@ -191,23 +207,6 @@ func watch(cmd *exec.Cmd, name string, agent int, reaper bool) *Process {
 		close(p.done)
 	}()
 	return p
-}
-
-// waitExited blocks until pid has exited, and leaves it unreaped.
-func waitExited(pid int) error {
-	const pPID = 1     // idtype_t P_PID, which package syscall does not define
-	var info [128]byte // siginfo_t
-	for {
-		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
-		switch e {
-		case 0:
-			return nil
-		case syscall.EINTR:
-			continue
-		default:
-			return fmt.Errorf("waitid: %w", e)
-		}
-	}
 }
 
 // isExit reports whether err only says that the process exited non-zero.
@@ -338,53 +337,17 @@ func killTree(root int, self bool) {
 	}
 }
 
-// Tree lists the descendants of root (not root itself), read from /proc.
+// Tree lists the descendants of root (not root itself), read from the
+// system's process table: the processes whose parent, or parent's parent
+// and so on, is root now. A process whose parent exited is not root's
+// descendant any more (Linux hands it to the nearest subreaper, which an
+// agent's reaper is; Darwin hands it to launchd).
 func Tree(root int) []int {
-	entries, err := os.ReadDir("/proc")
+	procs, err := listProcs()
 	if err != nil {
 		return nil
 	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
-			continue
-		}
-		ppid, ok := parentOf(pid)
-		if ok {
-			children[ppid] = append(children[ppid], pid)
-		}
-	}
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		for _, c := range children[pid] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-// parentOf reads the parent pid from /proc/<pid>/stat.
-func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// The command name may hold spaces and parentheses: skip to the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	var state string
-	var ppid int
-	if _, err := fmt.Sscanf(string(b[i+1:]), " %s %d", &state, &ppid); err != nil {
-		return 0, false
-	}
-	return ppid, true
+	return descendants(procs, root)
 }
 
 // LookPath finds the binary name in the PATH of env (not spawn's own), the

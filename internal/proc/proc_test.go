@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,14 +165,21 @@ func TestReaperIsTransparent(t *testing.T) {
 	assert.Equal(t, "to the agent", out.String())
 }
 
-// The agent's environment is the one given, without the reaper's marker.
+// The agent's environment is the one given, without the reaper's marker
+// (on Darwin, with the tree's mark the reaper finds its processes by).
 func TestAgentEnvironmentIsTheGivenOne(t *testing.T) {
 	var out bytes.Buffer
 	p, err := Start(Cmd{Path: "env", Env: []string{"A=1", "B=2"}, Stdout: &out, Dir: t.TempDir()})
 	require.NoError(t, err)
 	_, err = p.Wait()
 	require.NoError(t, err)
-	assert.Equal(t, "A=1\nB=2\n", out.String())
+	got := out.String()
+	if runtime.GOOS == "darwin" {
+		var mark string
+		got, mark, _ = strings.Cut(got, "SPAWN_PROC_TREE=")
+		assert.Regexp(t, `^\d+-[0-9a-f]{24}\n$`, mark)
+	}
+	assert.Equal(t, "A=1\nB=2\n", got)
 }
 
 func TestStartReportsAnAgentThatCannotRun(t *testing.T) {
@@ -198,4 +206,22 @@ func TestStartWithoutMainFails(t *testing.T) {
 	_, err := Start(Cmd{Path: "true", Env: env()})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "proc.Main()")
+}
+
+// The reaper killed on its own (kill -9 of its pid): spawn kills what was
+// left in its process group before it reaps it, so a process the agent
+// started without leaving the group does not run on. On Darwin, where the
+// agent has no parent-death signal, the agent itself is among them.
+func TestAReaperKilledAloneLeavesNothingInItsGroup(t *testing.T) {
+	const worker = "sleep 3141"
+	testenv.KillAtCleanup(t, func(c string) bool { return strings.HasPrefix(c, worker) })
+	p, err := Start(Cmd{Path: "sh", Args: []string{"-c", worker + " & wait"}, Env: env()})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return running(t, worker) }, 10*time.Second, 20*time.Millisecond)
+
+	require.NoError(t, syscall.Kill(p.Pid(), syscall.SIGKILL))
+	_, err = p.Wait()
+	require.NoError(t, err)
+	testenv.AssertGroupGone(t, p.Pid())
+	assert.False(t, running(t, worker), "the worker in the reaper's group is gone when Wait returns")
 }

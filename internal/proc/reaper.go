@@ -7,36 +7,23 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 )
 
-// The reaper is the binary spawn runs from, re-executed through
-// /proc/self/exe in reaper mode: argv[0] is reaperArg0 and reaperEnv holds
-// the pid of the process that started it. Both must be there; reaperEnv is
-// removed from the agent's environment.
+// The reaper is the binary spawn runs from, re-executed (reaperExe) in
+// reaper mode: argv[0] is reaperArg0 and reaperEnv holds the pid of the
+// process that started it. Both must be there; reaperEnv is removed from
+// the agent's environment.
 const (
 	reaperArg0 = "spawn-reaper"
 	reaperEnv  = "SPAWN_PROC_REAPER"
 	cageEnv    = "SPAWN_PROC_CAGE" // the agent's Cage, as JSON; removed from its environment too
-	selfExe    = "/proc/self/exe"
 )
-
-// deathSignal is the reaper's parent-death signal: it is sent when the
-// process that started the reaper dies. The reaper acts on it only when
-// its parent is really gone, so a stray SIGUSR1 changes nothing.
-const deathSignal = syscall.SIGUSR1
-
-// prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h),
-// which package syscall does not define.
-const prSetChildSubreaper = 36
 
 // reapWait bounds how long the reaper waits, after killing the agent's
 // leftovers, for them to be reaped: a process that got SIGKILL dies as soon
@@ -51,52 +38,38 @@ var hooked atomic.Bool
 var errNoHook = errors.New("proc: Start re-executes this binary as the agent's reaper, and " +
 	"this binary did not declare that it may: call proc.Main() at the top of main (or TestMain)")
 
-// Main declares that this binary starts agents: call it at the top of
-// main(), and of TestMain in every test binary whose tests start agents
+// Main declares that this binary starts agents: call it in main(), and at
+// the top of TestMain in every test binary whose tests start agents
 // (directly or through watcher, team, spawn or the CLI). Start refuses to
 // run in a process that did not call it, with an error that says so.
 //
-// Start re-executes this binary as the agent's reaper. The reaper runs from
-// this package's initialisation, before any main or TestMain code: a binary
-// that calls Main late, or whose TestMain dispatches elsewhere first (as
-// testscript.Main does), still never runs as a normal program, or as a test
-// suite, in a reaper's place.
+// Start re-executes this binary as the agent's reaper: Main runs the
+// reaper (Reaper) when this process is one, and exits; a binary that
+// dispatches its own entry points first (cmd/spawn, through
+// internal/entry) finds the reaper there.
 func Main() {
+	if code, ok := Reaper(os.Args); ok {
+		Exit(code)
+	}
 	hooked.Store(true)
 }
 
-func init() {
-	if len(os.Args) > 0 && os.Args[0] == reaperArg0 && os.Getenv(reaperEnv) != "" {
-		// Not os.Exit: the reaper has nothing to flush, and os.Exit in a
-		// binary built with -race sleeps a second first (GORACE
-		// atexit_sleep_ms), once per agent.
-		syscall.Exit(reap())
+// Reaper runs the reaper when args (the process's arguments, argv[0]
+// first) and the environment say that Start re-executed this binary as an
+// agent's reaper, and returns its exit code; ok is false otherwise, and
+// nothing ran.
+func Reaper(args []string) (code int, ok bool) {
+	if len(args) == 0 || args[0] != reaperArg0 || os.Getenv(reaperEnv) == "" {
+		return 0, false
 	}
+	return reap(), true
 }
 
-// forkThread runs every fork of a reaper on one OS thread that never exits.
-// A parent-death signal is tied to the thread that forked, not to the
-// process: were that thread to exit (Go ends a thread whose goroutine exits
-// while locked to it), the reaper would take it for spawn's death.
-var forkThread struct {
-	once sync.Once
-	reqs chan func()
-}
-
-// onForkThread runs f on the fork thread and returns when f has returned.
-func onForkThread(f func()) {
-	forkThread.once.Do(func() {
-		forkThread.reqs = make(chan func())
-		go func() {
-			runtime.LockOSThread() // never unlocked: the goroutine never returns
-			for f := range forkThread.reqs {
-				f()
-			}
-		}()
-	})
-	done := make(chan struct{})
-	forkThread.reqs <- func() { f(); close(done) }
-	<-done
+// Exit ends the process with code at once. Not os.Exit: an entry point
+// has nothing to flush, and os.Exit in a binary built with -race sleeps
+// first (GORACE atexit_sleep_ms), once per agent and per hook call.
+func Exit(code int) {
+	syscall.Exit(code)
 }
 
 // startReaper starts c's agent under a reaper, in a new process group led
@@ -110,11 +83,15 @@ func startReaper(c Cmd) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", c.Path, err)
 	}
+	exe, err := reaperExe()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: find this binary to run the reaper: %w", c.Path, err)
+	}
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("start %s: status pipe: %w", c.Path, err)
 	}
-	cmd := exec.Command(selfExe)
+	cmd := exec.Command(exe)
 	cmd.Args = append([]string{reaperArg0, path, c.Path}, c.Args...)
 	cmd.Env = append(withoutReaperEnv(c.Env), reaperEnv+"="+strconv.Itoa(os.Getpid()))
 	if c.Cage != nil {
@@ -127,9 +104,8 @@ func startReaper(c Cmd) (*Process, error) {
 	cmd.Dir = c.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	cmd.ExtraFiles = []*os.File{statusW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: deathSignal}
 	cmd.WaitDelay = waitDelay
-	onForkThread(func() { err = cmd.Start() })
+	err = startReaperCmd(cmd)
 	// The reaper holds the write end now: EOF comes when it has reported.
 	err = errors.Join(err, statusW.Close())
 	if cmd.Process == nil {
@@ -188,9 +164,38 @@ func enterCage() error {
 	return nil
 }
 
-// The reaper reports on fd 3, in one line, then closes it: "ok <pid>" once
-// the agent runs, "errno <n>" when exec failed with that error, or "error
-// <text>".
+// statusReporter is the reaper's end of its status pipe (fd 3): it reports
+// once, in one line, then closes it: "ok <pid>" once the agent runs,
+// "errno <n>" when exec failed with that error, or "error <text>".
+type statusReporter struct{ f *os.File }
+
+func newStatusReporter() *statusReporter {
+	syscall.CloseOnExec(3)
+	return &statusReporter{f: os.NewFile(3, "reaper-status")}
+}
+
+func (s *statusReporter) report(format string, args ...any) {
+	if s.f == nil {
+		return
+	}
+	_, err := fmt.Fprintf(s.f, format+"\n", args...)
+	if err = errors.Join(err, s.f.Close()); err != nil {
+		fmt.Fprintf(os.Stderr, "spawn reaper: report to spawn: %v\n", err)
+	}
+	s.f = nil
+}
+
+// reportExecError reports a failed start of the agent.
+func (s *statusReporter) reportExecError(err error) {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		s.report("errno %d", int(errno))
+	} else {
+		s.report("error %v", err)
+	}
+}
+
+// parseStatus reads the reaper's report (statusReporter).
 func parseStatus(s, path string) (int, error) {
 	word, arg, _ := strings.Cut(strings.TrimSpace(s), " ")
 	switch word {
@@ -210,118 +215,6 @@ func parseStatus(s, path string) (int, error) {
 		return 0, fmt.Errorf("reaper: %s", arg)
 	}
 	return 0, fmt.Errorf("reaper: exited without starting the agent (status %q)", s)
-}
-
-// reap is the reaper's life; it returns the exit code. argv is reaperArg0,
-// the agent's resolved path, then the agent's argv (argv[0] as given).
-//
-// It becomes a child subreaper, so that every process the agent starts,
-// however it detaches (a new session, a double fork), stays its descendant.
-// It starts the agent in the reaper's own process group, so that signals to
-// the group reach the agent (the reaper takes no notice of SIGINT, SIGTERM,
-// SIGHUP, SIGQUIT or SIGPIPE), with SIGKILL as the agent's parent-death
-// signal, and waits, reaping every orphan handed to it meanwhile. When the agent
-// exits it kills every descendant left, reaps them, and exits with the
-// agent's status (128+N for a death by signal N). When the process that
-// started it dies, it kills the agent and every descendant, and exits.
-func reap() int {
-	// The agent's parent-death signal is tied to this thread.
-	runtime.LockOSThread()
-	status := os.NewFile(3, "reaper-status")
-	syscall.CloseOnExec(3)
-	report := func(format string, args ...any) {
-		if status == nil {
-			return
-		}
-		_, err := fmt.Fprintf(status, format+"\n", args...)
-		if err = errors.Join(err, status.Close()); err != nil {
-			fmt.Fprintf(os.Stderr, "spawn reaper: report to spawn: %v\n", err)
-		}
-		status = nil
-	}
-	if len(os.Args) < 3 {
-		report("error bad argv %q", os.Args)
-		return 2
-	}
-	path, argv := os.Args[1], os.Args[2:]
-
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, deathSignal, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
-	parent, err := strconv.Atoi(os.Getenv(reaperEnv))
-	if err != nil || os.Getppid() != parent {
-		// The starter died before this reaper listened for it.
-		report("error the process that started the reaper is gone")
-		return 1
-	}
-	if _, _, e := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); e != 0 {
-		report("error prctl(PR_SET_CHILD_SUBREAPER): %v", e)
-		return 1
-	}
-	if err := enterCage(); err != nil {
-		report("error %v", err)
-		return 1
-	}
-	agent, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
-		Env:   withoutReaperEnv(os.Environ()),
-		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
-	})
-	if err != nil {
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			report("errno %d", int(errno))
-		} else {
-			report("error %v", err)
-		}
-		return 127
-	}
-	report("ok %d", agent)
-
-	exited := make(chan syscall.WaitStatus, 1)
-	noChildren := make(chan struct{})
-	go func() {
-		defer close(noChildren)
-		for {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, 0, nil)
-			if errors.Is(err, syscall.EINTR) {
-				continue
-			}
-			if err != nil { // ECHILD: no child left, so no descendant either
-				return
-			}
-			if pid == agent {
-				exited <- ws
-			}
-		}
-	}()
-
-	code := 128 + int(syscall.SIGKILL)
-wait:
-	for {
-		select {
-		case ws := <-exited:
-			code = statusCode(ws)
-			break wait
-		case sig := <-sigs:
-			if sig == deathSignal && os.Getppid() != parent {
-				break wait // spawn is gone: so is everything it started
-			}
-		}
-	}
-	deadline := time.After(reapWait)
-	for {
-		killTree(os.Getpid(), false)
-		select {
-		case <-noChildren:
-			return code
-		case <-deadline:
-			fmt.Fprintf(os.Stderr, "spawn reaper: killed descendants not reaped after %s; init will reap them\n", reapWait)
-			return code
-		case <-time.After(100 * time.Millisecond):
-			// Kill again whatever appeared meanwhile.
-		}
-	}
 }
 
 // statusCode maps a wait status to an exit code: 128+N for a death by

@@ -201,7 +201,7 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			http.Error(w, "spawn relay: upstream failed: "+err.Error(), http.StatusBadGateway)
+			http.Error(w, upstreamError(rt.Upstream.Host, err), http.StatusBadGateway)
 		},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {

@@ -292,37 +292,47 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Overrides are the values flags set; a zero field sets nothing.
+// Overrides are the values flags set. An empty string or a nil pointer
+// sets nothing; a pointer set to zero sets zero (--max-turns 0 lifts a
+// file's limit).
 type Overrides struct {
-	Mode         observability.Mode // --mode
-	IdleTimeout  time.Duration      // --idle-timeout
-	TotalTimeout time.Duration      // --total-timeout
-	Model        string             // --model: the coder's model
-	Coder        string             // --coder
-	Reviewers    []string           // --reviewer, repeated
-	PRBase       string             // --pr-base
+	Mode          observability.Mode // --mode
+	MaxIterations *int               // --max-iterations
+	IdleTimeout   *time.Duration     // --idle-timeout
+	TotalTimeout  *time.Duration     // --total-timeout
+	ToolTimeout   *time.Duration     // --tool-timeout
+	MaxTurns      *int               // --max-turns
+	MaxCostUSD    *float64           // --max-cost
+	Model         string             // --model: the coder's model
+	Coder         string             // --coder
+	Reviewers     []string           // --reviewer, repeated
+	PRBase        string             // --pr-base
 }
 
 // flagKeys names the flag that sets each key, for error messages.
 var flagKeys = map[string]string{
-	"spawn-team.mode":      "--mode",
-	"spawn.idle_timeout":   "--idle-timeout",
-	"spawn.total_timeout":  "--total-timeout",
-	"github.pr_base":       "--pr-base",
-	"spawn-team.coder":     "--coder",
-	"spawn-team.reviewers": "--reviewer",
+	"spawn-team.mode":           "--mode",
+	"spawn-team.max_iterations": "--max-iterations",
+	"spawn.idle_timeout":        "--idle-timeout",
+	"spawn.total_timeout":       "--total-timeout",
+	"spawn.tool_timeout":        "--tool-timeout",
+	"spawn.max_turns":           "--max-turns",
+	"spawn.max_cost_usd":        "--max-cost",
+	"github.pr_base":            "--pr-base",
+	"spawn-team.coder":          "--coder",
+	"spawn-team.reviewers":      "--reviewer",
 }
 
 func (o Overrides) apply(c *Config, set map[string]string) {
 	if o.Mode != "" {
 		c.Team.Mode, set["spawn-team.mode"] = o.Mode, flagKeys["spawn-team.mode"]
 	}
-	if o.IdleTimeout != 0 {
-		c.Spawn.IdleTimeout, set["spawn.idle_timeout"] = o.IdleTimeout, flagKeys["spawn.idle_timeout"]
-	}
-	if o.TotalTimeout != 0 {
-		c.Spawn.TotalTimeout, set["spawn.total_timeout"] = o.TotalTimeout, flagKeys["spawn.total_timeout"]
-	}
+	override(o.MaxIterations, &c.Team.MaxIterations, "spawn-team.max_iterations", set)
+	override(o.IdleTimeout, &c.Spawn.IdleTimeout, "spawn.idle_timeout", set)
+	override(o.TotalTimeout, &c.Spawn.TotalTimeout, "spawn.total_timeout", set)
+	override(o.ToolTimeout, &c.Spawn.ToolTimeout, "spawn.tool_timeout", set)
+	override(o.MaxTurns, &c.Spawn.MaxTurns, "spawn.max_turns", set)
+	override(o.MaxCostUSD, &c.Spawn.MaxCostUSD, "spawn.max_cost_usd", set)
 	if o.PRBase != "" {
 		c.GitHub.PRBase, set["github.pr_base"] = o.PRBase, flagKeys["github.pr_base"]
 	}
@@ -348,6 +358,50 @@ func canonical(name string) string {
 		return a.Name()
 	}
 	return name
+}
+
+// override sets *dst to *v when v is set, and notes that key's flag set it.
+func override[T any](v *T, dst *T, key string, set map[string]string) {
+	if v != nil {
+		*dst, set[key] = *v, flagKeys[key]
+	}
+}
+
+// Flag is the flag of spawn run (and spawn resume) that sets key, "" when
+// none does.
+func Flag(key string) string { return flagKeys[key] }
+
+// EnvVar is the SPAWN_* environment variable that sets key, "" when none
+// does.
+func EnvVar(key string) string {
+	for _, v := range envVars {
+		if v.key == key {
+			return v.name
+		}
+	}
+	return ""
+}
+
+// Ways says every way to set key, for a message that tells the user how to
+// change it: "--idle-timeout, idle_timeout in [spawn] of spawn-team.toml,
+// or SPAWN_IDLE_TIMEOUT".
+func Ways(key string) string {
+	var ways []string
+	if f := Flag(key); f != "" {
+		ways = append(ways, f)
+	}
+	if i := strings.LastIndex(key, "."); i >= 0 {
+		ways = append(ways, fmt.Sprintf("%s in [%s] of %s", key[i+1:], key[:i], File))
+	} else {
+		ways = append(ways, key+" in "+File)
+	}
+	if v := EnvVar(key); v != "" {
+		ways = append(ways, v)
+	}
+	if len(ways) == 1 {
+		return ways[0]
+	}
+	return strings.Join(ways[:len(ways)-1], ", ") + " or " + ways[len(ways)-1]
 }
 
 // Source says where Load reads the configuration from.
@@ -574,13 +628,39 @@ var tomlErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.
 func decodeError(path string, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return &Error{File: path, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message}
+		return &Error{File: path, Line: pe.Position.Line, Key: pe.LastKey, Msg: valueMessage(pe.LastKey, pe.Message)}
 	}
 	if m := tomlErrRE.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return &Error{File: path, Line: line, Key: m[2], Msg: m[3]}
+		return &Error{File: path, Line: line, Key: m[2], Msg: valueMessage(m[2], m[3])}
 	}
 	return &Error{File: path, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
+}
+
+// wrongValueRE matches the TOML decoder's words for a value of the wrong
+// type or a duration it cannot read.
+var wrongValueRE = regexp.MustCompile(`^incompatible types: TOML value has type (\w+); destination has type \w+$|^invalid duration`)
+
+// valueMessage is the decoder's message about key's value made into what
+// the user must write: the kind of value key wants, with an example. Other
+// messages are returned as they are.
+func valueMessage(key, msg string) string {
+	if !wrongValueRE.MatchString(msg) {
+		return msg
+	}
+	want, example := wanted(key)
+	if want == "" {
+		return msg
+	}
+	got := ""
+	if m := wrongValueRE.FindStringSubmatch(msg); m != nil && m[1] != "" {
+		got = map[string]string{"string": "a string", "int64": "a whole number", "float64": "a decimal number", "bool": "a boolean (true or false)",
+			"[]interface {}": "a list", "map[string]interface {}": "a table"}[m[1]]
+	}
+	if got != "" {
+		return fmt.Sprintf("is %s, and must be %s, such as %s = %s", got, want, key[strings.LastIndex(key, ".")+1:], example)
+	}
+	return fmt.Sprintf("must be %s, such as %s = %s", want, key[strings.LastIndex(key, ".")+1:], example)
 }
 
 // keyLine finds the line that sets a dotted key ("spawn.idle_timeout") in a
@@ -668,7 +748,7 @@ func (c Config) Validate() error {
 	case c.Sandbox.MaxDisk < 0:
 		return bad("sandbox.max_disk", "must not be negative (0 means no limit)")
 	case c.Sandbox.Network == isolation.NetworkModelOnly && c.Sandbox.Isolation == isolation.ModeNone:
-		return bad("sandbox.network", "model-only needs the bubblewrap sandbox; set sandbox.isolation to auto or bwrap")
+		return bad("sandbox.network", "model-only needs a sandbox; set sandbox.isolation to auto, bwrap or seatbelt")
 	case strings.TrimSpace(c.GitHub.Remote) == "":
 		return bad("github.remote", "must name a git remote, such as \"origin\"")
 	case c.GitHub.MinWriteInterval < 0:

@@ -64,12 +64,22 @@ func TestConfigErrorsNameFileKeyAndLine(t *testing.T) {
 		{
 			name: "wrong type",
 			body: "[spawn]\nmax_turns = \"ten\"\n",
-			line: 2, key: "spawn.max_turns", msg: "incompatible types",
+			line: 2, key: "spawn.max_turns", msg: "is a string, and must be a whole number, such as max_turns = 3",
+		},
+		{
+			name: "a string for a list",
+			body: "[permissions]\nallowed_tools = \"Read\"\n",
+			line: 2, key: "permissions.allowed_tools", msg: `is a string, and must be a list of strings, such as allowed_tools = ["Read", `,
+		},
+		{
+			name: "a number for a string",
+			body: "[sandbox]\nisolation = 1\n",
+			line: 2, key: "sandbox.isolation", msg: `is a whole number, and must be a string in quotes, such as isolation = "auto"`,
 		},
 		{
 			name: "bad duration",
 			body: "[spawn]\n\nidle_timeout = \"5 minutes\"\n",
-			line: 3, key: "spawn.idle_timeout", msg: "invalid duration",
+			line: 3, key: "spawn.idle_timeout", msg: `must be a duration in quotes, such as idle_timeout = "5m"`,
 		},
 		{
 			name: "bad mode",
@@ -182,7 +192,7 @@ func TestLoadConfigPrecedence(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(xdg, "spawn", File), []byte("[spawn]\nidle_timeout = \"2m\"\nmax_auto_answers = 1\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(repo, File), []byte("[spawn]\nidle_timeout = \"1m\"\ntotal_timeout = \"2m\"\n"), 0o644))
 	loaded, err := Load(context.Background(), Source{RepoDir: repo, Env: []string{"PATH=" + os.Getenv("PATH"), "XDG_CONFIG_HOME=" + xdg, "SPAWN_TOTAL_TIMEOUT=3m", "SPAWN_MAX_TURNS=9"},
-		Flags: Overrides{TotalTimeout: 4 * time.Minute}})
+		Flags: Overrides{TotalTimeout: ptr(4 * time.Minute)}})
 	require.NoError(t, err)
 	cfg := loaded.Config
 	assert.Equal(t, []string{filepath.Join(xdg, "spawn", File), filepath.Join(repo, File)}, loaded.Files)
@@ -301,4 +311,41 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	assert.Equal(t, "--mode", ce.Key)
 	assert.Empty(t, ce.File)
+	for _, tt := range []struct {
+		flags Overrides
+		key   string
+	}{
+		{Overrides{MaxIterations: ptr(0)}, "--max-iterations"},
+		{Overrides{MaxTurns: ptr(-1)}, "--max-turns"},
+		{Overrides{MaxCostUSD: ptr(-1.0)}, "--max-cost"},
+		{Overrides{ToolTimeout: ptr(time.Duration(0))}, "--tool-timeout"},
+		{Overrides{IdleTimeout: ptr(-time.Second)}, "--idle-timeout"},
+	} {
+		_, err := Load(context.Background(), Source{RepoDir: t.TempDir(), Flags: tt.flags})
+		require.ErrorAs(t, err, &ce)
+		assert.Equal(t, tt.key, ce.Key, err.Error())
+	}
 }
+
+// A flag set to zero sets zero: --max-turns 0 lifts the file's limit; a
+// flag not given leaves the file's value.
+func TestLimitFlagsOverrideTheFileEvenWithZero(t *testing.T) {
+	repo := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(repo, File), []byte("[spawn-team]\nmax_iterations = 2\n[spawn]\nmax_turns = 9\nmax_cost_usd = 2.0\n"), 0o644))
+	loaded, err := Load(context.Background(), Source{RepoDir: repo, Flags: Overrides{MaxTurns: ptr(0), MaxCostUSD: ptr(0.5)}})
+	require.NoError(t, err)
+	cfg := loaded.Config
+	assert.Equal(t, 0, cfg.Spawn.MaxTurns)
+	assert.Equal(t, 0.5, cfg.Spawn.MaxCostUSD)
+	assert.Equal(t, 2, cfg.Team.MaxIterations, "a flag not given leaves the file's value")
+}
+
+// A message about a limit says every way to change it.
+func TestWaysNameTheFlagTheKeyAndTheVariable(t *testing.T) {
+	assert.Equal(t, "--idle-timeout, idle_timeout in [spawn] of spawn-team.toml or SPAWN_IDLE_TIMEOUT", Ways("spawn.idle_timeout"))
+	assert.Equal(t, "--max-iterations, max_iterations in [spawn-team] of spawn-team.toml or SPAWN_MAX_ITERATIONS", Ways("spawn-team.max_iterations"))
+	assert.Equal(t, "--max-cost, max_cost_usd in [spawn] of spawn-team.toml or SPAWN_MAX_COST_USD", Ways("spawn.max_cost_usd"))
+	assert.Equal(t, "max_auto_answers in [spawn] of spawn-team.toml", Ways("spawn.max_auto_answers"))
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -59,6 +59,74 @@ func legacyKeys() map[string]string {
 	return out
 }
 
+// wanted says what kind of value key holds and gives an example as TOML
+// writes it: the built-in default when it has one. want is "" for a key
+// Config does not have.
+func wanted(key string) (want, example string) {
+	v := reflect.ValueOf(Default())
+	for _, name := range strings.Split(key, ".") {
+		if v.Kind() != reflect.Struct {
+			return "", ""
+		}
+		found := false
+		for i := 0; !found && i < v.NumField(); i++ {
+			tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("toml"), ",")
+			if tag == name {
+				v, found = v.Field(i), true
+			}
+		}
+		if !found {
+			return "", ""
+		}
+	}
+	switch x := v.Interface().(type) {
+	case time.Duration:
+		if x == 0 {
+			x = 5 * time.Minute
+		}
+		return "a duration in quotes", fmt.Sprintf("%q", FormatDuration(x))
+	case int:
+		return "a whole number", fmt.Sprint(max(x, 3))
+	case float64:
+		if x == 0 {
+			x = 2.5
+		}
+		return "a number", fmt.Sprint(x)
+	case bool:
+		return "true or false", "true"
+	case []string:
+		if len(x) == 0 {
+			x = []string{"..."}
+		}
+		q := make([]string, len(x))
+		for i, s := range x {
+			q[i] = fmt.Sprintf("%q", s)
+		}
+		return "a list of strings", "[" + strings.Join(q, ", ") + "]"
+	}
+	if v.Kind() == reflect.String {
+		s := v.String()
+		if s == "" {
+			s = "..."
+		}
+		return "a string in quotes", fmt.Sprintf("%q", s)
+	}
+	return "", ""
+}
+
+// FormatDuration writes d as a person writes it in spawn-team.toml:
+// "5m", "1h30m", "90s" ("1m30s"), "0s".
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 // unknownKey is the message for a key no table has: the nearest valid key
 // when one is close, and the keys of its table.
 func unknownKey(key string) string {

@@ -30,7 +30,7 @@ func tighten(before, after Config, md toml.MetaData, path string) (Config, []str
 		}
 	}
 	iso, isoBefore := string(after.Sandbox.Isolation), string(before.Sandbox.Isolation)
-	rank("sandbox.isolation", &iso, &isoBefore, []string{"none", "auto", "bwrap"}, "lower the agents' isolation")
+	rank("sandbox.isolation", &iso, &isoBefore, []string{"none", "auto", "bwrap", "seatbelt"}, "lower the agents' isolation")
 	after.Sandbox.Isolation = isolation.Mode(iso)
 	net, netBefore := string(after.Sandbox.Network), string(before.Sandbox.Network)
 	rank("sandbox.network", &net, &netBefore, []string{"open", "auto", "model-only"}, "open the agents' network")

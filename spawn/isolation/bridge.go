@@ -6,23 +6,18 @@ import (
 	"net"
 	"os"
 	"sync"
-	"syscall"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 )
 
-// bridgeFlag, as the first argument, makes any binary that links this
-// package (spawn, and the test binaries that run it) the model bridge of a
-// model-only sandbox instead of itself: see Bridged.
-const bridgeFlag = "__spawn-model-bridge__"
+// BridgeArg, as the first argument, makes spawn's binary (and the test
+// binaries that stand in for it) the model bridge of a model-only sandbox
+// instead of itself: see Bridged. Bridge is its main.
+const BridgeArg = "__spawn-model-bridge__"
 
-func init() {
-	if len(os.Args) > 1 && os.Args[1] == bridgeFlag {
-		// Not os.Exit: nothing to flush, and os.Exit in a -race binary
-		// sleeps first.
-		syscall.Exit(bridge(os.Args[2:]))
-	}
-}
+// Bridge is the model bridge's main: args are the arguments after
+// BridgeArg. It returns the agent's exit code.
+func Bridge(args []string) int { return bridge(args) }
 
 // Bridged returns s and cmd for a sandbox without a network of its own
 // beyond loopback (NoNetwork) whose only way out is the model relay: the
@@ -33,7 +28,7 @@ func init() {
 func Bridged(s Spec, exe, sock string, port int, argv []string) (Spec, []string) {
 	s.NoNetwork = true
 	s.Files = append(s.Files, Bind{Src: sock, Dst: sock}, Bind{Src: exe, Dst: exe})
-	return s, append([]string{exe, bridgeFlag, sock, fmt.Sprint(port), "--"}, argv...)
+	return s, append([]string{exe, BridgeArg, sock, fmt.Sprint(port), "--"}, argv...)
 }
 
 // bridge is the bridge's main: args are the relay socket, the port and,

@@ -12,27 +12,43 @@ import (
 	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
-// Spec is what one agent process may see and touch under bubblewrap. The
-// sandbox is built from an allowlist, never from the host's / minus what
-// is hidden: it shows the host's system directories read-only (SystemRoots,
-// with the secrets of /etc masked), ReadOnly and Files read-only, Writable
-// writable, and nothing else. /tmp, /var/tmp, /run (and /var/run) and
-// /dev/shm are empty and the agent's own; /proc and /dev are fresh; the
-// root is read-only. The agent holds no capability, cannot make user
-// namespaces (to regain one), and dies with its parent.
+// Spec is what one agent process may see and touch, under bubblewrap on
+// Linux (Bwrap) or Seatbelt on macOS (SandboxExec; see Seatbelt for how
+// each field reads there). The sandbox is built from an allowlist, never
+// from the host's / minus what is hidden: under bubblewrap it shows the
+// host's system directories read-only (SystemRoots, with the secrets of
+// /etc masked), ReadOnly and Files read-only, Writable writable, and
+// nothing else. /tmp, /var/tmp, /run (and /var/run) and /dev/shm are empty
+// and the agent's own; /proc and /dev are fresh; the root is read-only.
+// The agent holds no capability, cannot make user namespaces (to regain
+// one), and dies with its parent.
 type Spec struct {
-	Bwrap    string   // the bwrap binary
-	ReadOnly []string // host paths shown read-only at the same path
-	Writable []string // host paths shown writable at the same path; each must exist
-	Files    []Bind   // host files shown read-only at another path
+	Bwrap string // the bwrap binary; "" under Seatbelt
+	// SandboxExec is the sandbox-exec binary (SandboxExec, but for the
+	// probe's tests): set, the agent runs under the Seatbelt profile of
+	// s rather than under bubblewrap.
+	SandboxExec string
+	ReadOnly    []string // host paths shown read-only at the same path
+	Writable    []string // host paths shown writable at the same path; each must exist
+	Files       []Bind   // host files shown read-only at another path
 	// NoNetwork unshares the network: the agent sees only its own loopback.
+	// Under Seatbelt, which has no network namespace, it denies every
+	// address but the loopback's RelayPort.
 	NoNetwork bool
+	// RelayPort is the port of the model relay on the host's loopback,
+	// the one address a Seatbelt sandbox with NoNetwork may reach (0:
+	// none). Under bubblewrap the agent reaches the relay through the
+	// bridge (Bridged) instead, and RelayPort is not used.
+	RelayPort int
 	// TmpSize bounds each of the agent's own tmpfs (/tmp, /var/tmp, /run,
 	// /dev/shm), in bytes; 0 means DefaultTmpSize.
 	TmpSize int64
 
 	// lstat reads the host's layout; nil is os.Lstat (tests give a fake).
 	lstat func(string) (fs.FileInfo, error)
+	// resolve makes a path real for Seatbelt; nil is filepath.EvalSymlinks
+	// (tests give a fake).
+	resolve func(string) (string, error)
 }
 
 // Bind is one source path shown at a destination path.
@@ -182,22 +198,28 @@ func underSecret(p string) bool {
 	return false
 }
 
-// Wrap returns cmd run under bubblewrap as s describes: the same
-// environment, directory and stdin, the agent's argv after bwrap's.
+// Wrap returns cmd run under bubblewrap (or Seatbelt) as s describes: the
+// same environment, directory and stdin, the agent's argv after bwrap's
+// (or sandbox-exec's).
 func (s Spec) Wrap(cmd runners.Command) runners.Command {
 	cmd.Path, cmd.Args = s.argv(cmd.Dir, cmd.Path, cmd.Args)
 	return cmd
 }
 
-// Confine returns c run under bubblewrap as s describes: the same
-// environment, directory and streams.
+// Confine returns c run under bubblewrap (or Seatbelt) as s describes: the
+// same environment, directory and streams.
 func (s Spec) Confine(c proc.Cmd) proc.Cmd {
 	c.Path, c.Args = s.argv(c.Dir, c.Path, c.Args)
 	return c
 }
 
-// argv is bwrap's path and arguments running path with args in dir.
+// argv is bwrap's (or sandbox-exec's) path and arguments running path with
+// args in dir. sandbox-exec runs the command where it was started: dir is
+// the caller's to set.
 func (s Spec) argv(dir, path string, args []string) (string, []string) {
+	if s.SandboxExec != "" {
+		return s.SandboxExec, append(append(s.Seatbelt().Args(), path), args...)
+	}
 	out := s.Args()
 	if dir != "" {
 		out = append(out[:len(out)-1], "--chdir", dir, "--")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -17,9 +18,24 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// The test binary stands in for spawn's: it answers as the model
+	// bridge and the Seatbelt probe's subject, as internal/entry does.
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case BridgeArg:
+			proc.Exit(Bridge(os.Args[2:]))
+		case ProbeArg:
+			proc.Exit(ProbeSubject(os.Args[2:], os.Stdout))
+		}
+	}
 	proc.Main()
+	if kind := os.Getenv(standInEnv); kind != "" {
+		os.Exit(sandboxExecStandIn(kind, os.Args[1:]))
+	}
 	os.Exit(m.Run())
 }
+
+func runtimeGOOS() string { return runtime.GOOS }
 
 // A machine without bubblewrap: auto runs unconfined and says why; bwrap
 // refuses with how to install it; none never probes.

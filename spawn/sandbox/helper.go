@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
@@ -23,14 +22,15 @@ import (
 // as one JSON line on stdout, followed, when the answer says so, by a
 // pack of the coder's new objects (git's pack format), which spawn imports
 // into the user's repository with every object verified.
-const helperArg = "__spawn-git-helper"
+//
+// HelperArg, as the binary's first argument, makes it the helper: Helper
+// is its main (internal/entry dispatches it).
+const HelperArg = "__spawn-git-helper"
 
-func init() {
-	if len(os.Args) > 1 && os.Args[1] == helperArg {
-		// Not os.Exit: nothing to flush, and os.Exit in a -race binary
-		// sleeps first.
-		syscall.Exit(helperMain(os.Stdin, os.Stdout, os.Stderr))
-	}
+// Helper is the git helper's main: it answers one request read from in,
+// on out, with its errors on errw, and returns the exit code.
+func Helper(in io.Reader, out, errw io.Writer) int {
+	return helperMain(in, out, errw)
 }
 
 // helperMode is what the helper is asked to do.
@@ -309,7 +309,7 @@ func runHelper(ctx context.Context, jail Jail, exe, worktree string, req helperR
 	}
 	var stdout headerSplitter
 	stdout.rest = packOut
-	c := jail.Confine(proc.Cmd{Path: exe, Args: []string{helperArg}, Dir: worktree, Stdin: bytes.NewReader(in), Stdout: &stdout})
+	c := jail.Confine(proc.Cmd{Path: exe, Args: []string{HelperArg}, Dir: worktree, Stdin: bytes.NewReader(in), Stdout: &stdout})
 	_, runErr := proc.Run(ctx, c)
 	var ans helperAnswer
 	if len(stdout.header) == 0 {

@@ -107,7 +107,7 @@ func Prepare(ctx context.Context, req Request) (Plan, error) {
 		return Plan{}, inputErrorf(nil, "%q is not a valid branch name; pass another --branch", branch)
 	}
 	if repo.BranchExists(ctx, branch) {
-		return Plan{}, inputErrorf(nil, "the branch %s already exists; pass another --branch or delete it", branch)
+		return Plan{}, inputErrorf(nil, "the branch %s already exists and a run works on a branch of its own; pass --branch with a new name, or leave --branch out and spawn names one", branch)
 	}
 	return Plan{
 		Repo:   repo,

@@ -98,11 +98,11 @@ func newClient(loc Location, token Token, p *pacer) (*Client, error) {
 	base, err := url.Parse(strings.TrimRight(loc.APIURL, "/") + "/")
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
 		return nil, &PreflightError{Problem: ProblemUnreachable, Err: err,
-			Sentence: fmt.Sprintf("The GitHub API URL %q is not an http(s) URL: fix GITHUB_API_URL.", loc.APIURL)}
+			Sentence: fmt.Sprintf("the GitHub API URL %q is not an http(s) URL: fix GITHUB_API_URL", loc.APIURL)}
 	}
 	if _, err := url.Parse(loc.GraphQLURL); err != nil {
 		return nil, &PreflightError{Problem: ProblemUnreachable, Err: err,
-			Sentence: fmt.Sprintf("The GitHub GraphQL URL %q does not parse: fix GITHUB_GRAPHQL_URL.", loc.GraphQLURL)}
+			Sentence: fmt.Sprintf("the GitHub GraphQL URL %q does not parse: fix GITHUB_GRAPHQL_URL", loc.GraphQLURL)}
 	}
 	hc := &http.Client{Transport: &transport{base: p.opts.base, token: token, pacer: p}}
 	g := gh.NewClient(hc)

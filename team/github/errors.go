@@ -117,9 +117,9 @@ type RateLimitError struct {
 
 func (e *RateLimitError) Error() string {
 	if e.Until.IsZero() {
-		return "GitHub rate limit: " + e.Message
+		return "the GitHub rate limit: " + e.Message
 	}
-	return fmt.Sprintf("GitHub rate limit until %s, past the deadline: %s", e.Until.UTC().Format(time.RFC3339), e.Message)
+	return fmt.Sprintf("the GitHub rate limit lasts until %s, past the deadline: %s", e.Until.UTC().Format(time.RFC3339), e.Message)
 }
 
 // apiError turns what go-github (or the GraphQL client) returned into an

@@ -228,7 +228,10 @@ func TestPreflightFailuresSayWhatToDo(t *testing.T) {
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, problem, pe.Problem)
 		assert.Contains(t, pe.Sentence, words)
-		assert.True(t, strings.HasSuffix(pe.Sentence, "."), pe.Sentence)
+		// One sentence as spawn prints every message: lower case, no
+		// full stop (spawn's message follows "spawn: ").
+		assert.False(t, strings.HasSuffix(pe.Sentence, "."), pe.Sentence)
+		assert.Equal(t, strings.ToLower(pe.Sentence[:1]), pe.Sentence[:1], pe.Sentence)
 		for _, tok := range []string{aliceToken, carolToken, "ghp_wrong_canary_0123456789"} {
 			assert.NotContains(t, err.Error(), tok)
 			assert.NotContains(t, fmt.Sprintf("%+v %#v", err, err), tok)
@@ -261,7 +264,7 @@ func TestPreflightFailuresSayWhatToDo(t *testing.T) {
 		})
 		loc := f.location(t, aliceToken, "")
 		loc.APIURL, loc.GraphQLURL = notGitHub, GraphQLURLFor(notGitHub)
-		check(t, f.clientAt(t, loc), ProblemUnexpected, "did not answer as GitHub")
+		check(t, f.clientAt(t, loc), ProblemUnexpected, "did not answer as the GitHub API")
 	})
 }
 

@@ -106,7 +106,7 @@ func Locate(ctx context.Context, opts LocateOptions) (Location, error) {
 		var exit *proc.ExitError
 		if errors.As(err, &exit) {
 			return Location{}, &PreflightError{Problem: ProblemNoRemote, Err: errors.New(redactURLs(exit.Stderr)),
-				Sentence: fmt.Sprintf("The repository has no git remote %q: add the GitHub repository as that remote (git remote add %s URL) or name another one in [github] remote.", loc.Remote, loc.Remote)}
+				Sentence: fmt.Sprintf("the repository has no git remote %q: add the GitHub repository as that remote (git remote add %s URL) or name another one in [github] remote", loc.Remote, loc.Remote)}
 		}
 		return Location{}, fmt.Errorf("read remote %s: %w", loc.Remote, err)
 	}
@@ -126,14 +126,14 @@ func Locate(ctx context.Context, opts LocateOptions) (Location, error) {
 		owner, name, ok := splitFullName(full)
 		if !ok {
 			return Location{}, &PreflightError{Problem: ProblemNotGitHub,
-				Sentence: fmt.Sprintf("GITHUB_REPOSITORY is %q, not owner/repo: set it to the repository's owner/name or unset it.", full)}
+				Sentence: fmt.Sprintf("GITHUB_REPOSITORY is %q, not owner/repo: set it to the repository's owner/name or unset it", full)}
 		}
 		loc.Owner, loc.Repo = owner, name
 	} else if parsed && remoteMatchesAPI(remote.Host, loc.APIURL) {
 		loc.Owner, loc.Repo = remote.Owner, remote.Repo
 	} else {
 		return Location{}, &PreflightError{Problem: ProblemNotGitHub,
-			Sentence: fmt.Sprintf("The remote %s (%s) is not a GitHub repository: point [github] remote at a GitHub remote, or set GITHUB_REPOSITORY=owner/repo (and GITHUB_API_URL for GitHub Enterprise).", loc.Remote, loc.RemoteURL)}
+			Sentence: fmt.Sprintf("the remote %s (%s) is not a GitHub repository: point [github] remote at a GitHub remote, or set GITHUB_REPOSITORY=owner/repo (and GITHUB_API_URL for GitHub Enterprise)", loc.Remote, loc.RemoteURL)}
 	}
 
 	for _, name := range tokenVars {

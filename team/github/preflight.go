@@ -35,7 +35,7 @@ func (c *Client) Preflight(ctx context.Context) (Access, error) {
 	var acc Access
 	if c.token == "" {
 		return acc, &PreflightError{Problem: ProblemNoToken,
-			Sentence: "No GitHub token: set GITHUB_TOKEN (or SPAWN_GITHUB_TOKEN or GH_TOKEN) to a token that can push to " + c.loc.FullName() + ", or log in with `gh auth login`."}
+			Sentence: "no GitHub token: set GITHUB_TOKEN (or SPAWN_GITHUB_TOKEN or GH_TOKEN) to a token that can push to " + c.loc.FullName() + ", or log in with `gh auth login`"}
 	}
 	repo, err := c.repository(ctx)
 	if err != nil {
@@ -44,7 +44,7 @@ func (c *Client) Preflight(ctx context.Context) (Access, error) {
 	acc.DefaultBranch, acc.Private = repo.GetDefaultBranch(), repo.GetPrivate()
 	if perms := repo.GetPermissions(); perms != nil && !perms["push"] {
 		return acc, &PreflightError{Problem: ProblemCannotPush,
-			Sentence: fmt.Sprintf("The token from %s cannot push to %s: give it write access (for Actions: permissions contents: write and pull-requests: write).", c.source(), c.loc.FullName())}
+			Sentence: fmt.Sprintf("the token from %s cannot push to %s: give it write access (for Actions: permissions contents: write and pull-requests: write)", c.source(), c.loc.FullName())}
 	}
 	login, err := c.viewer(ctx)
 	if err != nil {
@@ -70,7 +70,7 @@ func (c *Client) Preflight(ctx context.Context) (Access, error) {
 		if ctx.Err() != nil {
 			return acc, ctx.Err()
 		}
-		acc.ReviewerProblem = "GitHub did not say who " + EnvReviewerToken + " is (" + r.redact(err.Error()) + "): spawn reviews as the main identity."
+		acc.ReviewerProblem = "the GitHub API did not say who " + EnvReviewerToken + " is (" + r.redact(err.Error()) + "): spawn reviews as the main identity"
 		return acc, nil
 	}
 	acc.ReviewerLogin = rl
@@ -120,30 +120,30 @@ func (c *Client) preflightError(ctx context.Context, err error, source string) e
 	var rl *RateLimitError
 	if errors.As(err, &rl) {
 		return &PreflightError{Problem: ProblemRateLimited, Err: err,
-			Sentence: "GitHub's rate limit for this token lasts past the deadline (" + rl.Error() + "): try again later or raise the run's timeout."}
+			Sentence: "the GitHub rate limit for this token lasts past the deadline (" + rl.Error() + "): try again later or raise the run's timeout"}
 	}
 	ae, _ := errorsAsAPI(err)
 	status := statusOf(err)
 	switch {
 	case status == http.StatusUnauthorized:
 		return &PreflightError{Problem: ProblemBadCredentials, Err: err,
-			Sentence: fmt.Sprintf("GitHub refused the token from %s (401 Bad credentials): set a valid, unexpired token.", source)}
+			Sentence: fmt.Sprintf("the token from %s was refused by GitHub (401 Bad credentials): set a valid, unexpired token", source)}
 	case status == http.StatusNotFound:
 		return &PreflightError{Problem: ProblemNoRepository, Err: err,
-			Sentence: fmt.Sprintf("%s was not found at %s with the token from %s: check the remote or GITHUB_REPOSITORY, GITHUB_API_URL, and that the token can see the repository.", c.loc.FullName(), c.loc.APIURL, source)}
+			Sentence: fmt.Sprintf("%s was not found at %s with the token from %s: check the remote or GITHUB_REPOSITORY, GITHUB_API_URL, and that the token can see the repository", c.loc.FullName(), c.loc.APIURL, source)}
 	case status == http.StatusForbidden:
 		msg := ""
 		if ae != nil {
 			msg = ae.Message
 		}
 		return &PreflightError{Problem: ProblemCannotPush, Err: err,
-			Sentence: fmt.Sprintf("GitHub refused the token from %s access to %s (%s): give it access to the repository.", source, c.loc.FullName(), msg)}
+			Sentence: fmt.Sprintf("the token from %s was refused access to %s by GitHub (%s): give it access to the repository", source, c.loc.FullName(), msg)}
 	case status == 0 && isNetError(err):
 		return &PreflightError{Problem: ProblemUnreachable, Err: err,
-			Sentence: fmt.Sprintf("GitHub's API at %s did not answer (%s): check the network, or GITHUB_API_URL for GitHub Enterprise.", c.loc.APIURL, c.redact(rootCause(err).Error()))}
+			Sentence: fmt.Sprintf("the GitHub API at %s did not answer (%s): check the network, or GITHUB_API_URL for GitHub Enterprise", c.loc.APIURL, c.redact(rootCause(err).Error()))}
 	}
 	return &PreflightError{Problem: ProblemUnexpected, Err: err,
-		Sentence: fmt.Sprintf("%s did not answer as GitHub's API (%s): check GITHUB_API_URL and that the remote is on GitHub.", c.loc.APIURL, c.redact(err.Error()))}
+		Sentence: fmt.Sprintf("%s did not answer as the GitHub API (%s): check GITHUB_API_URL and that the remote is on GitHub", c.loc.APIURL, c.redact(err.Error()))}
 }
 
 // rootCause is the innermost error of a chain of single wraps.

@@ -96,11 +96,11 @@ func ParsePRRef(ref string) (PRRef, error) {
 func (c *Client) PRByRef(ctx context.Context, ref string) (PullRequest, error) {
 	r, err := ParsePRRef(ref)
 	if err != nil {
-		return PullRequest{}, &PreflightError{Problem: ProblemOtherRepository, Sentence: err.Error() + "."}
+		return PullRequest{}, &PreflightError{Problem: ProblemOtherRepository, Sentence: err.Error()}
 	}
 	if r.Owner != "" && !strings.EqualFold(r.Owner+"/"+r.Repo, c.loc.FullName()) {
 		return PullRequest{}, &PreflightError{Problem: ProblemOtherRepository,
-			Sentence: fmt.Sprintf("Pull request %s is in %s/%s, not in %s: run spawn in a clone of %s/%s.", ref, r.Owner, r.Repo, c.loc.FullName(), r.Owner, r.Repo)}
+			Sentence: fmt.Sprintf("pull request %s is in %s/%s, not in %s: run spawn in a clone of %s/%s", ref, r.Owner, r.Repo, c.loc.FullName(), r.Owner, r.Repo)}
 	}
 	return c.PR(ctx, r.Number)
 }

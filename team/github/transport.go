@@ -24,7 +24,7 @@ const secondaryBackoff = time.Minute
 
 // errAttemptTimeout is one attempt of a request taking longer than the
 // request timeout.
-var errAttemptTimeout = errors.New("GitHub did not answer in time")
+var errAttemptTimeout = errors.New("the GitHub API did not answer in time")
 
 // errPastDeadline is a wait that would outlast the caller's deadline.
 var errPastDeadline = errors.New("the wait would outlast the deadline")

@@ -18,33 +18,42 @@ const (
 	demoToken = "ghp_spawn_demo_token_not_a_secret"
 )
 
-// demoGitHub starts, for `spawn demo --mode github`, a fake GitHub in
-// root/github holding the demo repository (its origin), and returns it
-// with the variables that point spawn at it.
-func demoGitHub(ctx context.Context, root string, repo git.Repo) (*githubfake.Server, []string, error) {
+// fakeForge is the demo's GitHub in github mode: a fake GitHub in
+// root/github holding the demo repository (its origin).
+type fakeForge struct{ srv *githubfake.Server }
+
+// Start starts the fake GitHub and returns the variables that point spawn
+// at it.
+func (f *fakeForge) Start(ctx context.Context, root string, repo git.Repo) ([]string, error) {
 	srv, err := githubfake.Start(githubfake.WithDir(filepath.Join(root, "github")))
 	if err != nil {
-		return nil, nil, fmt.Errorf("demo: start the fake GitHub: %w", err)
+		return nil, fmt.Errorf("demo: start the fake GitHub: %w", err)
 	}
+	f.srv = srv
 	if err := srv.AddUser(demoLogin, demoToken, githubfake.PermissionWrite); err != nil {
-		srv.Close()
-		return nil, nil, fmt.Errorf("demo: %w", err)
+		return nil, fmt.Errorf("demo: %w", err)
 	}
 	if err := srv.AddRepo(demoOwner, demoName, "main", githubfake.SeedFrom(repo.Dir)); err != nil {
-		srv.Close()
-		return nil, nil, fmt.Errorf("demo: %w", err)
+		return nil, fmt.Errorf("demo: %w", err)
 	}
 	if _, err := repo.Run(ctx, "remote", "add", "origin", srv.RemoteURL(demoOwner, demoName)); err != nil {
-		srv.Close()
-		return nil, nil, fmt.Errorf("demo: %w", err)
+		return nil, fmt.Errorf("demo: %w", err)
 	}
-	return srv, []string{"GITHUB_REPOSITORY=" + demoOwner + "/" + demoName, "GITHUB_API_URL=" + srv.URL(), "GITHUB_TOKEN=" + demoToken}, nil
+	return []string{"GITHUB_REPOSITORY=" + demoOwner + "/" + demoName, "GITHUB_API_URL=" + srv.URL(), "GITHUB_TOKEN=" + demoToken}, nil
 }
 
-// describePR tells what the run did on the fake GitHub: the pull request,
+// Close stops the fake GitHub.
+func (f *fakeForge) Close() {
+	if f.srv != nil {
+		f.srv.Close()
+	}
+}
+
+// Describe tells what the run did on the fake GitHub: the pull request,
 // its reviews, the replies in its threads, which threads are resolved, and
 // the status of its head.
-func describePR(w io.Writer, srv *githubfake.Server) {
+func (f *fakeForge) Describe(w io.Writer) {
+	srv := f.srv
 	prs := srv.PullRequests(demoOwner, demoName)
 	if len(prs) == 0 {
 		fmt.Fprintln(w, "\nOn the fake GitHub: no pull request was opened.")

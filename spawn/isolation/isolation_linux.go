@@ -1,0 +1,14 @@
+package isolation
+
+import "context"
+
+// platformMode is this system's sandbox: bubblewrap.
+const platformMode = ModeBwrap
+
+// InstallHint says how to get this system's sandbox: bubblewrap.
+const InstallHint = BwrapHint
+
+// Probe reports the sandbox a run would get on this machine: bubblewrap
+// when it is installed and works (ProbeBwrap), none otherwise, with the
+// reason. Cancelling ctx stops the probe and reports none.
+func Probe(ctx context.Context, env []string) Report { return ProbeBwrap(ctx, env) }
