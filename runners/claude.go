@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Claude builds command lines for the real claude CLI and parses its stream-json output.
@@ -33,7 +35,9 @@ type Claude struct {
 // Tool rules (AllowedTools plus t.Allow) are joined into one comma-separated
 // argument. The environment always carries
 // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (no telemetry or other calls to
-// api.anthropic.com), and CLAUDE_CODE_MAX_RETRIES when MaxRetries >= 0.
+// api.anthropic.com), CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1 (see
+// claudeForeground), BASH_DEFAULT_TIMEOUT_MS and BASH_MAX_TIMEOUT_MS when
+// t.ToolTimeout is set, and CLAUDE_CODE_MAX_RETRIES when MaxRetries >= 0.
 //
 // Command fails for an empty prompt, a tool rule ValidateClaudeRule rejects,
 // and a permission mode not in PermissionModes; in particular
@@ -86,7 +90,7 @@ func (c *Claude) Command(t Turn) (Command, error) {
 	if t.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(t.MaxTurns))
 	}
-	env := []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+	env := append([]string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}, claudeForeground(t.ToolTimeout)...)
 	if c.MaxRetries >= 0 {
 		env = append(env, "CLAUDE_CODE_MAX_RETRIES="+strconv.Itoa(c.MaxRetries))
 	}
@@ -94,7 +98,52 @@ func (c *Claude) Command(t Turn) (Command, error) {
 	if bin == "" {
 		bin = "claude"
 	}
-	return Command{Path: bin, Args: args, Env: env, Dir: t.Dir, Stdin: t.Prompt}, nil
+	cmd := Command{Path: bin, Args: args, Env: env, Dir: t.Dir, Stdin: t.Prompt}
+	if t.ToolTimeout > 0 {
+		cmd.ToolGrace = claudeToolGrace
+	}
+	return cmd, nil
+}
+
+// claudeToolGrace is the Command.ToolGrace of a claude turn: the time
+// claude has, once a Bash command reaches the turn's ToolTimeout, to stop
+// it and write its tool result (it took well under a second here).
+const claudeToolGrace = 30 * time.Second
+
+// claudeForeground is the environment that has claude wait for every Bash
+// command it runs, up to toolTimeout, and hand its output to the model.
+//
+// Left to itself, claude (2.1.332) gives a command without a timeout of its
+// own 2 minutes (BASH_DEFAULT_TIMEOUT_MS; the model may ask for up to 10,
+// BASH_MAX_TIMEOUT_MS) and then moves it to the background: the model is
+// told "Command did not complete within its 120s timeout and was moved to
+// the background", answers without the command's output (a result line
+// written while the command runs), and claude -p waits for the command and
+// then starts a turn of its own, ending in another result line. A coder's
+// `go test` that runs longer than 2 minutes goes unseen by the coder when
+// it answers. With background tasks off
+// (CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1: no run_in_background, nothing
+// moved to the background, no refusal of a long leading sleep) claude runs
+// every command in the foreground until it ends or reaches its timeout,
+// when it kills the command and tells the model "Command timed out after
+// 2m 0s".
+//
+// spawn's tool_timeout is that timeout: the default and the longest a
+// model may ask for are toolTimeout (in milliseconds; at most 2^31-1, the
+// most claude takes). A command that runs that long is stopped, and the
+// coder told, instead of the whole coder being stopped: claude prints a
+// heartbeat line every 30 seconds while a tool runs, so the supervisor's
+// silence timer does not see a long command anyway, and the supervisor
+// gives claude claudeToolGrace beyond toolTimeout (Command.ToolGrace) to
+// report it. A model that asks for a shorter timeout gets it. toolTimeout
+// 0 keeps claude's own timeouts.
+func claudeForeground(toolTimeout time.Duration) []string {
+	env := []string{"CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1"}
+	if toolTimeout <= 0 {
+		return env
+	}
+	ms := strconv.FormatInt(min(max(toolTimeout.Milliseconds(), 1), math.MaxInt32), 10)
+	return append(env, "BASH_DEFAULT_TIMEOUT_MS="+ms, "BASH_MAX_TIMEOUT_MS="+ms)
 }
 
 // claudeToolKinds are claude's tools that run commands or write files.
@@ -186,12 +235,19 @@ type claudeBlock struct {
 // skipped. A result with a null api_error_status that reports an API error
 // gets its APIErrorStatus from the error text ("API Error: Repeated 529
 // Overloaded errors" is 529) or else from the last api_retry line.
-// The first result line ends the events: what follows it is read
-// to EOF but not reported, so there is at most one KindResult and it is the
-// last event. Lines may be of any length, and a last line without a newline
-// is read. Parse returns r's error, if any, wrapped; reaching EOF is not an
-// error, and a stream without a result line is not one either: the caller
-// must treat a missing KindResult as a crash or an interruption.
+//
+// There is at most one KindResult, and it is the last event, reported once
+// r is read to its end (or fails). claude may write more than one result
+// line in one process: after its answer, claude -p (2.1.332) waits for what
+// still runs in the background and then starts another turn of its own,
+// which ends with another result line ("result_index" 1, 2, ...). The
+// events of those turns are reported as they come, and the KindResult is
+// the last result line's, with the turns and tokens of all of them added up
+// and the denials of all of them (total_cost_usd is already the process's
+// running total). Lines may be of any length, and a last line without a
+// newline is read. Parse returns r's error, if any, wrapped; reaching EOF is
+// not an error, and a stream without a result line is not one either: the
+// caller must treat a missing KindResult as a crash or an interruption.
 //
 // User and assistant lines (tool calls and their results: most of the
 // bytes) are read by a fast path (see claudeFastLine) that gives the same
@@ -206,7 +262,7 @@ func (c *Claude) Parse(r io.Reader, emit func(Event)) error {
 // reference the fast path is tested against).
 func (c *Claude) parse(r io.Reader, out func(Event), fast bool) error {
 	retryStatus := 0   // error_status of the last api_retry line
-	done := false      // the result line was seen
+	var result *Result // the result lines so far, added up (see Parse)
 	var events []Event // the fast path's, reused
 	// The calls in flight, each true when it is a shell (Bash) call: the
 	// text of another tool's result is not decoded (see Parse).
@@ -224,10 +280,7 @@ func (c *Claude) parse(r io.Reader, out func(Event), fast bool) error {
 		}
 		out(e)
 	}
-	return readJSONLines(r, func(b []byte) {
-		if done {
-			return
-		}
+	err := readJSONLines(r, func(b []byte) {
 		if fast {
 			var handled bool
 			if events, handled = claudeFastLine(b, events, skip); handled {
@@ -290,10 +343,38 @@ func (c *Claude) parse(r io.Reader, out func(Event), fast bool) error {
 				}
 			}
 		case "result":
-			done = true
-			emit(Event{Kind: KindResult, Result: claudeResult(&l, retryStatus)})
+			result = claudeMoreResult(result, claudeResult(&l, retryStatus))
 		}
 	})
+	if result != nil {
+		emit(Event{Kind: KindResult, Result: result})
+	}
+	return err
+}
+
+// claudeMoreResult is the result of a process whose result lines so far
+// added up to prev (nil before the first) and that wrote next: next's,
+// with the turns, tokens and denials of prev added. Its cost is next's:
+// claude's total_cost_usd counts the whole process.
+func claudeMoreResult(prev, next *Result) *Result {
+	if prev == nil {
+		return next
+	}
+	next.NumTurns += prev.NumTurns
+	next.Usage.InputTokens += prev.Usage.InputTokens
+	next.Usage.OutputTokens += prev.Usage.OutputTokens
+	denials := prev.Denials
+	seen := map[string]bool{}
+	for _, d := range prev.Denials {
+		seen[d.ToolUseID] = true
+	}
+	for _, d := range next.Denials {
+		if !seen[d.ToolUseID] {
+			denials = append(denials, d)
+		}
+	}
+	next.Denials = denials
+	return next
 }
 
 // claudeBlocks returns the content blocks of a message. A message whose
@@ -402,14 +483,15 @@ func claudeResult(l *claudeLine, retryStatus int) *Result {
 	return res
 }
 
-// claudeAPIError starts the text of every result claude (2.1.197) ends with
-// when a model API call fails: "API Error: 500 ...", "API Error: Repeated
-// 529 Overloaded errors. ...", "API Error: Unable to connect to API ...".
+// claudeAPIError starts the text of every result claude (2.1.197, 2.1.332)
+// ends with when a model API call fails: "API Error: 500 ...", "API Error:
+// Repeated 529 Overloaded errors. ...", "API Error: Unable to connect to
+// API ..." (2.1.197), "API Error: Connection refused ..." (2.1.332).
 const claudeAPIError = "API Error"
 
 // claudeHTTPStatus finds the HTTP status in the text of claude's API error
 // result, for a result whose api_error_status is null (as it is when claude
-// gives up after repeated 529s: "API Error: Repeated 529 Overloaded errors.
+// 2.1.197 gives up after repeated 529s: "API Error: Repeated 529 Overloaded errors.
 // The API is at capacity..."). It returns a lone number from 400 to 599 in
 // the first sentence of msg (the rest names the gateway host, which may
 // hold digits); else 529 when msg says the API is overloaded ("Overloaded",

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,19 +57,20 @@ func parseClaude(f *os.File, emit func(Event)) error { return (&Claude{}).Parse(
 func TestClaudeCommand(t *testing.T) {
 	base := []string{"-p", "--output-format", "stream-json", "--verbose"}
 	tests := []struct {
-		name     string
-		claude   Claude
-		turn     Turn
-		wantPath string
-		wantArgs []string
-		wantEnv  []string
+		name      string
+		claude    Claude
+		turn      Turn
+		wantPath  string
+		wantArgs  []string
+		wantEnv   []string
+		wantGrace time.Duration
 	}{
 		{
 			name:     "defaults",
 			turn:     Turn{Prompt: "do it", Dir: "/w"},
 			wantPath: "claude",
 			wantArgs: append(base, "--permission-mode", "acceptEdits"),
-			wantEnv:  []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=0"},
+			wantEnv:  []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1", "CLAUDE_CODE_MAX_RETRIES=0"},
 		},
 		{
 			name: "everything",
@@ -83,11 +85,12 @@ func TestClaudeCommand(t *testing.T) {
 				Settings:           "/run/hooks.json",
 			},
 			turn: Turn{
-				Prompt:   "fix it",
-				Dir:      "/w",
-				Resume:   "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee",
-				Allow:    []string{"Bash(go build:*)"},
-				MaxTurns: 7,
+				Prompt:      "fix it",
+				Dir:         "/w",
+				Resume:      "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee",
+				Allow:       []string{"Bash(go build:*)"},
+				MaxTurns:    7,
+				ToolTimeout: 20 * time.Minute,
 			},
 			wantPath: "/opt/claude",
 			wantArgs: append(base,
@@ -100,15 +103,20 @@ func TestClaudeCommand(t *testing.T) {
 				"--resume", "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee",
 				"--max-turns", "7",
 			),
-			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=2"},
+			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1",
+				"BASH_DEFAULT_TIMEOUT_MS=1200000", "BASH_MAX_TIMEOUT_MS=1200000", "CLAUDE_CODE_MAX_RETRIES=2"},
+			wantGrace: 30 * time.Second,
 		},
 		{
 			name:     "turn allow only",
 			claude:   Claude{PermissionMode: "plan", MaxRetries: -1},
-			turn:     Turn{Prompt: "p", Allow: []string{"Write", "Bash(git *)"}},
+			turn:     Turn{Prompt: "p", Allow: []string{"Write", "Bash(git *)"}, ToolTimeout: 1000 * time.Hour},
 			wantPath: "claude",
 			wantArgs: append(base, "--permission-mode", "plan", "--allowedTools", "Write,Bash(git *)"),
-			wantEnv:  []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
+			// claude takes no timeout beyond 2^31-1 ms.
+			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1",
+				"BASH_DEFAULT_TIMEOUT_MS=2147483647", "BASH_MAX_TIMEOUT_MS=2147483647"},
+			wantGrace: 30 * time.Second,
 		},
 	}
 	for _, tt := range tests {
@@ -118,6 +126,7 @@ func TestClaudeCommand(t *testing.T) {
 			assert.Equal(t, tt.wantPath, cmd.Path)
 			assert.Equal(t, tt.wantArgs, cmd.Args)
 			assert.Equal(t, tt.wantEnv, cmd.Env)
+			assert.Equal(t, tt.wantGrace, cmd.ToolGrace, "claude stops its own tool calls at the tool timeout")
 			assert.Equal(t, tt.turn.Dir, cmd.Dir)
 			assert.Equal(t, tt.turn.Prompt, cmd.Stdin, "the prompt goes on stdin")
 			for _, a := range cmd.Args {
@@ -159,10 +168,10 @@ func TestClaudeParseAcceptEditsDenial(t *testing.T) {
 
 	require.Equal(t, KindInit, events[0].Kind)
 	init := events[0].Init
-	assert.Equal(t, "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee", init.SessionID)
+	assert.Equal(t, "3adf9bc0-415f-491c-a862-82bdb014b72b", init.SessionID)
 	assert.Equal(t, "acceptEdits", init.PermissionMode)
-	assert.Equal(t, "claude-opus-4-8[1m]", init.Model)
-	assert.Equal(t, "2.1.197", init.CLIVersion)
+	assert.Equal(t, "claude-opus-5-5", init.Model)
+	assert.Equal(t, "2.1.332", init.CLIVersion)
 	assert.Equal(t, "/sandbox/work", init.CWD)
 	assert.Contains(t, init.Tools, "Write")
 
@@ -191,9 +200,9 @@ func TestClaudeParseAcceptEditsDenial(t *testing.T) {
 	assert.Equal(t, "success", res.Subtype, "a denial does not change the subtype")
 	assert.False(t, res.IsError)
 	assert.Equal(t, "FINAL: committed.", res.Text)
-	assert.Equal(t, "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee", res.SessionID)
+	assert.Equal(t, "3adf9bc0-415f-491c-a862-82bdb014b72b", res.SessionID)
 	assert.Equal(t, 3, res.NumTurns)
-	assert.Equal(t, Usage{InputTokens: 30, OutputTokens: 15, CostUSD: 0.0007}, res.Usage)
+	assert.Equal(t, Usage{InputTokens: 30, OutputTokens: 15, CostUSD: 0.00042}, res.Usage)
 	assert.Zero(t, res.APIErrorStatus)
 	assert.Empty(t, res.ErrorType)
 	require.Len(t, res.Denials, 1)
@@ -219,7 +228,7 @@ func TestClaudeParseTranscripts(t *testing.T) {
 	}{
 		{
 			file:       "claude-b_allow_git.stdout.jsonl",
-			sessionID:  "4f3c89ae-ded5-4b5b-bd83-1d2bfe2bb9db",
+			sessionID:  "a00d2a0e-2f30-4999-a6d0-6da0c21767b7",
 			toolUses:   []string{"Write", "Bash"},
 			toolErrors: []bool{false, false},
 			subtype:    "success",
@@ -228,7 +237,7 @@ func TestClaudeParseTranscripts(t *testing.T) {
 		},
 		{
 			file:       "claude-c_default.stdout.jsonl",
-			sessionID:  "b626bc4b-f582-4a62-a471-8696235fa5b6",
+			sessionID:  "5e528fbf-0008-42a5-a81e-ab93d2590d6c",
 			toolUses:   []string{"Write", "Bash"},
 			toolErrors: []bool{true, true},
 			denials:    []string{"Write", "Bash"},
@@ -238,7 +247,7 @@ func TestClaudeParseTranscripts(t *testing.T) {
 		},
 		{
 			file:       "claude-u_parallel.stdout.jsonl",
-			sessionID:  "df3ba74b-71f1-4694-ae0d-d5f9562fc083",
+			sessionID:  "e7b55718-c51e-4b53-970c-8d01871a3a48",
 			toolUses:   []string{"Write", "Bash"},
 			toolErrors: []bool{false, false},
 			subtype:    "success",
@@ -247,7 +256,7 @@ func TestClaudeParseTranscripts(t *testing.T) {
 		},
 		{
 			file:        "claude-l_maxturns.stdout.jsonl",
-			sessionID:   "05179628-1ac7-48bc-8665-98063c9279df",
+			sessionID:   "0f49fb93-eabc-4922-98ff-4e507894acdb",
 			toolUses:    []string{"Write"},
 			toolErrors:  []bool{false},
 			subtype:     "error_max_turns",
@@ -258,56 +267,60 @@ func TestClaudeParseTranscripts(t *testing.T) {
 		},
 		{
 			file:        "claude-err500.stdout.jsonl",
-			sessionID:   "85ab0b5b-9f65-4564-87cb-028eac8f48a0",
+			sessionID:   "b684d9b2-a98b-4929-b7e2-fbb2db5ad8d5",
 			subtype:     "success",
 			isError:     true,
-			text:        "API Error: 500 fake 500. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:18121).",
+			text:        "API Error: 500 fake 500. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:PORT).",
 			numTurns:    1,
 			apiStatus:   500,
-			errorType:   "completed",
+			errorType:   "api_error",
 			errorPrefix: "API Error: 500 fake 500.",
 		},
 		{
 			// CLAUDE_CODE_MAX_RETRIES=0: one 529, reported with its status.
 			file:        "claude-err529.stdout.jsonl",
-			sessionID:   "0c98e801-2636-4da5-97f7-89a12730b425",
+			sessionID:   "ec7ea326-b8f2-4c05-b354-37c6378228ee",
 			subtype:     "success",
 			isError:     true,
 			text:        "API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:PORT).",
 			numTurns:    1,
 			apiStatus:   529,
-			errorType:   "completed",
+			errorType:   "api_error",
 			errorPrefix: "API Error: 529 Overloaded.",
 		},
 		{
 			// Retries exhausted on 529: claude says "Repeated 529 Overloaded
-			// errors" with api_error_status null; the status comes from the text.
+			// errors" (2.1.197 with api_error_status null, the status then
+			// taken from the text: TestClaudeParseDerivesAPIStatus; 2.1.332
+			// with 529).
 			file:        "claude-err529_retries.stdout.jsonl",
-			sessionID:   "67e8deda-92d0-4953-b10e-6dfaee10f9c2",
+			sessionID:   "892bd9c9-db76-444a-a9c7-4653255913ca",
 			subtype:     "success",
 			isError:     true,
 			text:        "API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually temporary. Try again in a moment. If it persists, check your inference gateway (127.0.0.1:PORT).",
 			numTurns:    1,
 			apiStatus:   529,
-			errorType:   "completed",
+			errorType:   "api_error",
 			errorPrefix: "API Error: Repeated 529 Overloaded errors.",
 		},
 		{
 			file:        "claude-connrefused.stdout.jsonl",
-			sessionID:   "bbf11be2-15ac-443c-baa4-fddec5770851",
+			sessionID:   "def69ad6-1bcd-48db-a046-799fdebcaf0f",
 			subtype:     "success",
 			isError:     true,
-			text:        "API Error: Unable to connect to API (ConnectionRefused)",
+			text:        "API Error: Connection refused — a firewall or proxy may be blocking it (ECONNREFUSED)",
 			numTurns:    1,
-			errorType:   "completed",
-			errorPrefix: "API Error: Unable to connect",
+			errorType:   "api_error",
+			errorPrefix: "API Error: Connection refused",
 		},
 		{
-			file:      "claude-v_struct.stdout.jsonl",
-			sessionID: "0eab51d8-9b7e-47aa-ada5-7350b18cd048",
-			subtype:   "success",
-			text:      `{"verdict":"APPROVED"}`,
-			numTurns:  2,
+			file:       "claude-v_struct.stdout.jsonl",
+			sessionID:  "711538e5-0815-48b1-a57e-77ab5666cd82",
+			toolUses:   []string{"StructuredOutput"},
+			toolErrors: []bool{false},
+			subtype:    "success",
+			text:       `{"verdict":"APPROVED"}`,
+			numTurns:   2,
 		},
 	}
 	for _, tt := range tests {
@@ -417,9 +430,13 @@ func TestClaudeEventsCarryMessageAndUsage(t *testing.T) {
 		}
 	}))
 	require.NotNil(t, first)
-	assert.Equal(t, "msg_fake_1795221367330", first.Message)
+	assert.Equal(t, "msg_fake_936b698d_0001", first.Message)
 	require.NotNil(t, first.Usage)
-	assert.Equal(t, Usage{InputTokens: 10, OutputTokens: 5}, *first.Usage)
+	// claude 2.1.332 writes the usage the response started with (the
+	// scripted server's message_start says 1 output token, its
+	// message_delta 5; 2.1.197 wrote the final 5): the result line has the
+	// totals.
+	assert.Equal(t, Usage{InputTokens: 10, OutputTokens: 1}, *first.Usage)
 	assert.Len(t, messages, 3, "three model responses")
 }
 

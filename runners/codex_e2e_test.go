@@ -20,7 +20,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 )
 
-var record = flag.Bool("record", false, "rewrite testdata/transcripts/codex-*.stdout.jsonl from the real codex runs of the e2e tests")
+var record = flag.Bool("record", false, "rewrite testdata/transcripts/claude-*.stdout.jsonl and codex-*.stdout.jsonl (and the model server's recorded requests) from the real CLI runs of the e2e tests")
 
 // codexModel is a model the pinned codex's catalog knows: it is offered
 // apply_patch as a freeform (custom) tool.

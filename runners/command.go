@@ -1,6 +1,10 @@
 package runners
 
-import "github.com/infinite-improbability-drive/spawn/internal/proc"
+import (
+	"time"
+
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+)
 
 // Command is one agent process to start. The watcher starts it through
 // spawn's exec seam; runners never start processes.
@@ -10,6 +14,12 @@ type Command struct {
 	Env   []string // KEY=VALUE pairs added to (and overriding) the inherited environment
 	Dir   string   // working directory
 	Stdin string   // written to the process's stdin, then stdin is closed: the prompt
+	// ToolGrace is how much longer than the turn's ToolTimeout the
+	// supervisor lets a tool call stay silent, for a CLI that stops its own
+	// tool calls at ToolTimeout: it is given the time to stop the call and
+	// tell its model so before the supervisor stops the whole agent. 0 for
+	// a CLI that does not.
+	ToolGrace time.Duration
 	// Cage holds the agent's process tree to its limits; set by spawn's
 	// confinement, nil from the runners.
 	Cage *proc.Cage
@@ -26,4 +36,9 @@ type Turn struct {
 	Allow []string
 	// MaxTurns is passed to the CLI as its own turn cap; 0 means none.
 	MaxTurns int
+	// ToolTimeout is the longest one tool call of the turn may run: the
+	// supervisor's tool_timeout. A CLI that bounds its own tool calls is
+	// given it as that bound (claude: its Bash tool's default and longest
+	// timeout); 0 leaves the CLI's own bound.
+	ToolTimeout time.Duration
 }

@@ -110,9 +110,10 @@ func FuzzGeminiParse(f *testing.F) {
 	})
 }
 
-// claudeSplit is claude 2.1.197's own splitter for --allowedTools and
-// --disallowedTools values, transcribed from its source: commas and spaces
-// end a rule outside parentheses, and any ")" counts as leaving them.
+// claudeSplit is claude's own splitter for --allowedTools and
+// --disallowedTools values (the same in 2.1.197 and 2.1.332), transcribed
+// from its source: commas and spaces end a rule outside parentheses, and
+// any ")" counts as leaving them.
 func claudeSplit(list string) []string {
 	var out []string
 	cur := ""

@@ -96,9 +96,11 @@ func TestParseEmptyAndNoiseOnly(t *testing.T) {
 	}
 }
 
-// TestParseEmitsOneResultAtMost: whatever follows the first result line (a
-// second result, more output) is read but not reported: the result is the
-// last event and there is only one.
+// TestParseEmitsOneResultAtMost: a stream with two result lines and
+// output between them reports one result, as the last event. For gemini
+// what follows the first result line is read but not reported; claude
+// reports the turn it starts after its first result (see Claude.Parse) and
+// the last result line's result.
 func TestParseEmitsOneResultAtMost(t *testing.T) {
 	for _, p := range parsers() {
 		t.Run(p.name, func(t *testing.T) {
@@ -106,9 +108,18 @@ func TestParseEmitsOneResultAtMost(t *testing.T) {
 			stream := p.resultLine + "\n" + p.hugeLine("after") + "\n" + later + "\n"
 			var events []Event
 			require.NoError(t, p.parse(strings.NewReader(stream), func(e Event) { events = append(events, e) }))
+			last := events[len(events)-1]
+			require.Equal(t, KindResult, last.Kind)
+			require.Len(t, ofKind(events, KindResult), 1)
+			if p.name == "claude" {
+				require.Len(t, events, 2)
+				assert.Equal(t, "after", events[0].ToolResult.Content)
+				assert.Equal(t, "error", last.Result.Subtype)
+				assert.Equal(t, 4, last.Result.NumTurns, "the turns of both result lines")
+				return
+			}
 			require.Len(t, events, 1)
-			require.Equal(t, KindResult, events[0].Kind)
-			assert.Equal(t, "success", events[0].Result.Subtype)
+			assert.Equal(t, "success", last.Result.Subtype)
 		})
 	}
 }

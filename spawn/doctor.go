@@ -159,7 +159,7 @@ func toolVersion(ctx context.Context, bin string, env []string) (string, error) 
 }
 
 // cliVersion is the version in a CLI's --version line: its last word
-// that starts with a digit ("codex-cli 0.171.0", "2.1.197 (Claude Code)").
+// that starts with a digit ("codex-cli 0.171.0", "2.1.332 (Claude Code)").
 func cliVersion(line string) string {
 	fields := strings.Fields(line)
 	for i := len(fields) - 1; i >= 0; i-- {

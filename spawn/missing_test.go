@@ -20,13 +20,13 @@ func TestAMissingCLINamesItsPinAndWhereMakeAgentsPutIt(t *testing.T) {
 	require.NoError(t, os.WriteFile(exe, nil, 0o755))
 
 	msg := missingCLIFor(exe, adapter(t, "claude"), "claude")
-	assert.Equal(t, "the claude CLI (claude) is not on PATH; install the pinned claude 2.1.197 with `make agents` in spawn's checkout and put its agents/node_modules/.bin on PATH, or run `npm install -g @anthropic-ai/claude-code@2.1.197`, or set runners.claude.command", msg)
+	assert.Equal(t, "the claude CLI (claude) is not on PATH; install the pinned claude 2.1.332 with `make agents` in spawn's checkout and put its agents/node_modules/.bin on PATH, or run `npm install -g @anthropic-ai/claude-code@2.1.332`, or set runners.claude.command", msg)
 
 	bin := filepath.Join(checkout, "agents", "node_modules", ".bin")
 	require.NoError(t, os.MkdirAll(bin, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "claude"), []byte("#!/bin/sh\n"), 0o755))
 	msg = missingCLIFor(exe, adapter(t, "claude"), "claude")
-	assert.Equal(t, "the claude CLI (claude) is not on PATH, but `make agents` installed the pinned claude 2.1.197 at "+filepath.Join(bin, "claude")+": put "+bin+" on PATH, or set runners.claude.command to it", msg)
+	assert.Equal(t, "the claude CLI (claude) is not on PATH, but `make agents` installed the pinned claude 2.1.332 at "+filepath.Join(bin, "claude")+": put "+bin+" on PATH, or set runners.claude.command to it", msg)
 
 	msg = missingCLIFor(exe, adapter(t, "gemini"), "/opt/gemini")
 	assert.Contains(t, msg, "the gemini CLI /opt/gemini, which runners.gemini.command names, does not exist or cannot run")

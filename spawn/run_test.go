@@ -311,7 +311,7 @@ func TestBadInputCreatesNothing(t *testing.T) {
 		{"empty task", Options{RepoDir: repo, Task: " "}, "", KindUsage, "no task given"},
 		{"unknown mode", Options{RepoDir: repo}, "chaos", KindConfig, `"chaos" is not a mode`},
 		{"missing reviewer CLI", Options{RepoDir: repo}, observability.ModePingpong, KindMissingCLI, "gemini CLI (no-such-gemini) is not on PATH; install the pinned gemini 0.61.0"},
-		{"missing CLI", Options{RepoDir: repo}, "", KindMissingCLI, "claude CLI (no-such-claude) is not on PATH; install the pinned claude 2.1.197"},
+		{"missing CLI", Options{RepoDir: repo}, "", KindMissingCLI, "claude CLI (no-such-claude) is not on PATH; install the pinned claude 2.1.332"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -64,13 +64,14 @@ func TestHungBashCommandDoesNotSurvive(t *testing.T) {
 	const marker = "sleep 317"
 	sc := turns(modelserver.Turn{Tools: []modelserver.ToolCall{bash("s1", marker)}})
 	r := runSolo(t, sc, "wait a while", func(c *config.Config) {
-		// A running tool call is under the tool timeout, not the idle one.
-		c.Spawn.ToolTimeout = 4 * time.Second
+		// The watcher stops the coder mid-command at the total timeout
+		// (at the tool timeout claude would stop the command itself).
+		c.Spawn.TotalTimeout = 8 * time.Second
 		c.Permissions.AllowedTools = append(c.Permissions.AllowedTools, "Bash(sleep:*)")
 	})
 	require.Error(t, r.err)
 	assert.Equal(t, KindTimeout, KindOf(r.err))
-	assert.Contains(t, r.err.Error(), "tool_timeout")
+	assert.Contains(t, r.err.Error(), "total_timeout")
 	assertGone(t, r.rec)
 	assert.Empty(t, testenv.Processes(t, func(c string) bool { return strings.Contains(c, marker) }),
 		"the hung command (and any shell running it) was killed with the agent")

@@ -55,8 +55,10 @@ type Options struct {
 	// ToolTimeout replaces IdleTimeout while a tool call is in flight (a
 	// tool use without its result yet): a test suite that prints nothing
 	// for minutes is not a silent agent. The agent is stopped with
-	// StopToolTimeout when it stays silent this long with a tool running.
-	// Zero means IdleTimeout applies to tool calls too.
+	// StopToolTimeout when it stays silent this long with a tool running,
+	// plus the command's ToolGrace (a CLI that stops its own tool calls at
+	// ToolTimeout is given the time to say so; see runners.Turn). Zero
+	// means IdleTimeout applies to tool calls too.
 	ToolTimeout time.Duration
 	// Grace is how long a stopping agent gets between SIGTERM and SIGKILL.
 	Grace time.Duration
@@ -141,7 +143,13 @@ type Outcome struct {
 // stopped. Its stdout and stderr are private temporary files (see
 // newOutputFile) that Run follows as they grow and frees before it returns;
 // the caller owns Transcript and Errlog and closes them.
+//
+// A turn without a ToolTimeout of its own gets opts.ToolTimeout: the agent
+// is told how long one tool call may run (see runners.Turn).
 func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Outcome, error) {
+	if turn.ToolTimeout == 0 {
+		turn.ToolTimeout = opts.ToolTimeout
+	}
 	cmd, err := agent.Command(turn)
 	if err != nil {
 		return Outcome{}, err
@@ -218,7 +226,7 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 		transcriptErr = errors.Join(rerr, tee.err)
 	}()
 
-	out.Stopped, out.Limit = supervise(ctx, p, opts, &lastOutput, limit, tools)
+	out.Stopped, out.Limit = supervise(ctx, p, opts, cmd.ToolGrace, &lastOutput, limit, tools)
 	if out.Stopped == StopToolTimeout {
 		out.Tool = tools.running()
 	}
@@ -249,9 +257,9 @@ func grace(opts Options) time.Duration {
 
 // supervise waits for the process to exit, stopping it when ctx is cancelled
 // or a timeout fires. Timeouts are timers: they fire on silence too. The
-// silence allowed is opts.ToolTimeout while tools has a call in flight,
-// opts.IdleTimeout otherwise.
-func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *atomic.Int64, limit <-chan StopReason, tools *inFlight) (StopReason, string) {
+// silence allowed is opts.ToolTimeout plus toolGrace while tools has a call
+// in flight, opts.IdleTimeout otherwise.
+func supervise(ctx context.Context, p *proc.Process, opts Options, toolGrace time.Duration, lastOutput *atomic.Int64, limit <-chan StopReason, tools *inFlight) (StopReason, string) {
 	var total <-chan time.Time
 	if opts.TotalTimeout > 0 {
 		t := time.NewTimer(opts.TotalTimeout)
@@ -264,7 +272,7 @@ func supervise(ctx context.Context, p *proc.Process, opts Options, lastOutput *a
 	// after it.
 	allowed := func() (time.Duration, StopReason) {
 		if opts.ToolTimeout > 0 && tools.busy() {
-			return opts.ToolTimeout, StopToolTimeout
+			return opts.ToolTimeout + toolGrace, StopToolTimeout
 		}
 		return opts.IdleTimeout, StopIdleTimeout
 	}

@@ -44,7 +44,7 @@ func claudeBody(workdir string, noTools bool, msgs ...msg) map[string]any {
 		"model":  "claude-opus-4-8",
 		"stream": true,
 		"system": []any{
-			text("x-anthropic-billing-header: cc_version=2.1.197"),
+			text("x-anthropic-billing-header: cc_version=2.1.332"),
 			text("\n# Environment\nYou have been invoked in the following environment: \n - Primary working directory: " + workdir + "\n - Is a git repository: true\n"),
 		},
 		"messages": msgs,

@@ -334,7 +334,8 @@ func geminiResult(id, name string, resp map[string]any) ToolResultSeen {
 }
 
 // workdirPatterns find the agent's working directory in the texts a CLI
-// sends. claude 2.1.197: " - Primary working directory: /x" in system[2];
+// sends. claude 2.1.332: " - Primary working directory: /x" in a role
+// "system" message (2.1.197: in system[2]);
 // gemini 0.61.0: "- **Workspace Directories:**\n  - /x" in the
 // <session_context> user part; codex 0.171.0: "<cwd>/x</cwd>" in the
 // <environment_context> user message. The last two are older phrasings.

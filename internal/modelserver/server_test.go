@@ -410,7 +410,7 @@ func TestRecordedRequests(t *testing.T) {
 	assert.Equal(t, 2, reqs[0].Turn)
 	assert.Equal(t, []ToolResultSeen{
 		{ID: "toolu_01", Name: "Write", Content: "File created successfully at: /sandbox/work/hello.txt (file state is current in your context \u2014 no need to Read it back)"},
-		{ID: "toolu_02", Name: "Bash", Content: "[master 2ed0679] msg\n 1 file changed, 1 insertion(+)\n create mode 100644 hello.txt"},
+		{ID: "toolu_02", Name: "Bash", Content: "[main d2c1c54] msg\n 1 file changed, 1 insertion(+)\n create mode 100644 hello.txt"},
 	}, reqs[0].ToolResults())
 	assert.Equal(t, 1, reqs[1].Turn)
 	assert.Equal(t, []ToolResultSeen{{ID: "read_file_1795221613847_0", Name: "read_file", Content: "seed content line\n"}}, reqs[1].ToolResults())
