@@ -169,7 +169,7 @@ func TestAReplayIsAnsweredFromTheCassetteAndSaysWhereItDiverged(t *testing.T) {
 			Request:  `{"cwd":"/old/.spawn/worktrees/run-1","history":["wrote calc.go","1111111 spawn: round 1"],"tool_result":"ok"}`,
 			Response: "data: done\n\n"},
 	}
-	p := NewPlayer(xs, recorded, func() Context { return live }, nil)
+	p := NewPlayer(xs, recorded, func() Context { return live }, nil, "[REDACTED]")
 	r, err := Start([]Route{{Name: "a", Upstream: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}, Paths: messages}}, Options{})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, r.Close()) }()
@@ -286,4 +286,12 @@ func BenchmarkRelayRecordingLatency(b *testing.B) {
 	b.ReportMetric(float64(tOn.Nanoseconds())/float64(b.N), "on-ns/req")
 	b.ReportMetric(float64(tOn)/float64(tOff), "on/off")
 	b.ReportMetric(float64(sum.Bytes)/float64(max(sum.Exchanges, 1)), "cassette-B/req")
+}
+
+// Normalise replaces what differs between two runs wherever it is, after
+// the n of an escaped newline in a JSON string too.
+func TestNormaliseFindsIdsAfterAnEscapedNewline(t *testing.T) {
+	c := Context{Literals: map[string]string{"sandbox": "/w/.spawn/worktrees/r1"}, Objects: []string{"70e1c97aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}}
+	got := Normalise(`{"t":"cwd /w/.spawn/worktrees/r1\nRecent commits:\n70e1c97 spawn: add\n8ee3374 notes\nToday's date is 2026-11-26.\nThursday, November 26, 2026","s":"0b7e6a52-1111-4a4a-9c9c-0123456789ab"}`, c)
+	assert.Equal(t, `{"t":"cwd {{sandbox}}\nRecent commits:\n{{object 1}} spawn: add\n8ee3374 notes\nToday's date is {{date}}.\n{{date}}","s":"{{uuid}}"}`, got)
 }

@@ -35,16 +35,18 @@ var volatile = []struct {
 	// gemini's prompt ids): new in every process.
 	{regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`), "{{uuid}}"},
 	// claude's device id: made in its private HOME, new in every run.
-	{regexp.MustCompile(`\b[0-9a-f]{64}\b`), "{{hex}}"},
+	{regexp.MustCompile(`[0-9a-f]{64}`), "{{hex}}"},
 	// Today's date, as claude (2026-11-26, times too) and gemini
-	// (Thursday, November 26, 2026) say it.
-	{regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?\b`), "{{date}}"},
-	{regexp.MustCompile(`\b(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, \d{4}\b`), "{{date}}"},
+	// (Thursday, November 26, 2026) say it. No \b: in a JSON string a
+	// date may follow the n of an escaped newline.
+	{regexp.MustCompile(`\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?`), "{{date}}"},
+	{regexp.MustCompile(`(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, \d{4}\b`), "{{date}}"},
 }
 
-// hexRun finds runs of 7 or more hex digits: object ids, whole or
-// abbreviated.
-var hexRun = regexp.MustCompile(`\b[0-9a-f]{7,64}\b`)
+// hexRun finds runs of 7 or more hex digits, each whole: object ids, whole
+// or abbreviated. (Not \b: in a JSON string an id may follow the n of an
+// escaped newline.)
+var hexRun = regexp.MustCompile(`[0-9a-f]{7,}`)
 
 // Normalise is text with what differs between runs replaced: c's
 // literals, c's objects, then ids and dates every run has of its own.
@@ -95,7 +97,7 @@ func normaliseObjects(text string, c Context) string {
 	}
 	return hexRun.ReplaceAllStringFunc(text, func(h string) string {
 		for i, o := range c.Objects {
-			if strings.HasPrefix(o, h) {
+			if len(h) <= len(o) && strings.HasPrefix(o, h) {
 				return fmt.Sprintf("{{object %d}}", i+1)
 			}
 		}

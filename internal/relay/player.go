@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strings"
 	"sync"
 )
 
@@ -17,7 +19,8 @@ import (
 // concurrent use.
 type Player struct {
 	xs       []Exchange
-	keys     []string // each exchange's request, normalised with recorded
+	keys     []string         // each exchange's request, normalised with recorded
+	masks    []*regexp.Regexp // for a request with redacted secrets: what it matches; nil otherwise
 	recorded Context
 	live     func() Context
 	redact   func(string) string
@@ -57,16 +60,36 @@ type PlayResult struct {
 // normalising them with recorded (the recorded run's Context) and each
 // request with live() (this run's, asked for each request: its commits
 // grow). redact is applied to a request before it is compared (the
-// cassette's are redacted); nil applies nothing.
-func NewPlayer(xs []Exchange, recorded Context, live func() Context, redact func(string) string) *Player {
+// cassette's are redacted); nil applies nothing. redacted is what the
+// cassette's redactor wrote for a secret: there a request of the replay
+// may hold any text (a secret the replay's environment does not name).
+func NewPlayer(xs []Exchange, recorded Context, live func() Context, redact func(string) string, redacted string) *Player {
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}
 	p := &Player{xs: xs, recorded: recorded, live: live, redact: redact, used: make([]bool, len(xs))}
 	for _, e := range xs {
-		p.keys = append(p.keys, Normalise(e.Request, recorded))
+		k := Normalise(e.Request, recorded)
+		p.keys = append(p.keys, k)
+		var mask *regexp.Regexp
+		if redacted != "" && strings.Contains(k, redacted) {
+			parts := strings.Split(k, redacted)
+			for i := range parts {
+				parts[i] = regexp.QuoteMeta(parts[i])
+			}
+			mask, _ = regexp.Compile(`^` + strings.Join(parts, `(?s:.+?)`) + `$`) // nil (exact match) if it cannot be compiled
+		}
+		p.masks = append(p.masks, mask)
 	}
 	return p
+}
+
+// matches reports whether the normalised request key matches exchange i.
+func (p *Player) matches(i int, key string) bool {
+	if p.masks[i] != nil {
+		return p.masks[i].MatchString(key)
+	}
+	return p.keys[i] == key
 }
 
 // Result is what the player did so far.
@@ -99,7 +122,7 @@ func (p *Player) answer(w http.ResponseWriter, seat, route, method, path, body s
 		if candidate < 0 {
 			candidate = i
 		}
-		if p.keys[i] == key {
+		if p.matches(i, key) {
 			found = i
 			break
 		}
