@@ -170,6 +170,14 @@ func TestAReplayWithoutAModelReproducesTheRun(t *testing.T) {
 		assert.Contains(t, d.Replayed, "Writing calc.go, carefully.")
 		assert.NotEmpty(t, rp.Differences)
 	})
+
+	t.Run("purged", func(t *testing.T) {
+		repo, err := OpenRepo(context.Background(), r.repo, r.env)
+		require.NoError(t, err)
+		_, err = repo.Clean(context.Background(), CleanOptions{Refs: []string{r.rec.ID}, Force: true, Purge: true})
+		require.NoError(t, err)
+		assert.NoFileExists(t, cas, "spawn clean --purge removes the cassette with the run directory")
+	})
 }
 
 // divergence is what a replay's record says of its first divergence.
