@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
@@ -87,7 +89,8 @@ func (r *run) saveRecord() error {
 // gemini's workspace), the agents' private directory (their homes and
 // temporary files), the repository's path, the run's id and branch, the
 // user's HOME and TMPDIR, and the run's commits (claude's git status
-// names them).
+// names them), and the kernel's release (claude's system prompt names
+// it: a replay on another machine has another).
 func (r *run) cassetteContext() relay.Context {
 	c := relay.Context{Literals: map[string]string{
 		"sandbox": r.sb.Path,
@@ -97,6 +100,7 @@ func (r *run) cassetteContext() relay.Context {
 		"run":     r.rec.ID,
 		"home":    proc.Getenv(r.opts.Env, "HOME"),
 		"tmp":     proc.Getenv(r.opts.Env, "TMPDIR"),
+		"kernel":  kernelRelease(),
 	}}
 	r.record.mu.Lock()
 	defer r.record.mu.Unlock()
@@ -104,6 +108,16 @@ func (r *run) cassetteContext() relay.Context {
 		c.Objects = append(c.Objects, cm.SHA)
 	}
 	return c
+}
+
+// kernelRelease is the running kernel's release ("6.1.0-18-amd64"), ""
+// when it cannot be read.
+func kernelRelease() string {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return ""
+	}
+	return unix.ByteSliceToString(u.Release[:])
 }
 
 // fillTrees records each commit's tree, read from the repository the

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,10 +41,12 @@ func recordedPingpong(t *testing.T) *teamRun {
 	bug := finding("high", "technical_feasibility", "calc.go", 19, "Total starts from one")
 	coder := coderTurns(5)
 	coder.Turns[0].Tools = append([]modelserver.ToolCall{{ID: "r0", Name: "Read", Input: map[string]any{"file_path": "{{workdir}}/notes.txt"}}}, coder.Turns[0].Tools...)
-	r := runTeamIn(t, func(repo string) {
+	r := runTeamIn(t, func() string {
+		repo := testenv.Repo(t)
 		testenv.WriteFile(t, repo, "notes.txt", "deploy token: "+deployCanary+"\n")
 		testenv.Git(t, repo, "add", "notes.txt")
 		testenv.Git(t, repo, "commit", "--quiet", "-m", "notes")
+		return repo
 	}, observability.ModePingpong, modelserver.Scenario{
 		Anthropic: []modelserver.Script{coder},
 		Gemini:    reviewRounds(answer("request_changes", nil, bug), answer("approve", []string{bug.ID})),
@@ -88,9 +93,10 @@ func TestAReplayWithoutAModelReproducesTheRun(t *testing.T) {
 	plain, err := io.ReadAll(zr)
 	require.NoError(t, err)
 	assert.Contains(t, string(plain), "notes.txt", "the coder's read is in it")
-	for _, secret := range []string{deployCanary, modelserver.APIKey, "spawn-relay-"} {
+	for _, secret := range []string{deployCanary, modelserver.APIKey} {
 		assert.NotContains(t, string(plain), secret)
 	}
+	assert.NotRegexp(t, `spawn-relay-[0-9a-f]{48}`, string(plain), "no seat's relay key")
 	assert.Contains(t, string(plain), observability.Redacted)
 	filepath.WalkDir(runDir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -180,6 +186,84 @@ func TestAReplayWithoutAModelReproducesTheRun(t *testing.T) {
 	})
 }
 
+// updateCassettes records testdata/cassettes/scripted-pingpong again.
+var updateCassettes = flag.Bool("update-cassettes", false, "record testdata/cassettes/scripted-pingpong again, under the scripted model")
+
+// cassetteRepo makes the repository the cassettes of testdata/cassettes
+// were recorded in (scripts/cassette-repo.sh) and returns its path.
+func cassetteRepo(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "calc")
+	cmd := exec.Command(filepath.Join(testenv.Root(t), "scripts", "cassette-repo.sh"), dir)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return dir
+}
+
+// Every cassette kept in testdata/cassettes (recorded by make cassette
+// from the paid APIs, or by -update-cassettes under the scripted model)
+// replays without a model or a key, with the pinned CLIs, to the run it
+// recorded: a CLI upgrade whose requests differ fails here.
+func TestRecordedCassettesReplayWithoutAKey(t *testing.T) {
+	root := filepath.Join(testenv.Root(t), "testdata", "cassettes")
+	if *updateCassettes {
+		bug := finding("high", "technical_feasibility", "calc.go", 7, "Total starts from one")
+		r := runTeamIn(t, func() string { return cassetteRepo(t) }, observability.ModePingpong, modelserver.Scenario{
+			Anthropic: []modelserver.Script{coderTurns(5)},
+			Gemini:    reviewRounds(answer("request_changes", nil, bug), answer("approve", []string{bug.ID})),
+		}, nil)
+		require.NoError(t, r.err)
+		out := filepath.Join(root, "scripted-pingpong")
+		require.NoError(t, os.RemoveAll(out))
+		require.NoError(t, os.MkdirAll(out, 0o755))
+		for _, f := range []string{"record.json", configName, cassetteName} {
+			b, err := os.ReadFile(filepath.Join(r.repo, ".spawn", "runs", r.rec.ID, f))
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(filepath.Join(out, f), b, 0o644))
+		}
+	}
+	dirs, err := os.ReadDir(root)
+	require.NoError(t, err)
+	require.NotEmpty(t, dirs, "testdata/cassettes holds the cassettes to replay")
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		t.Run(d.Name(), func(t *testing.T) {
+			src := filepath.Join(root, d.Name())
+			var of observability.Record
+			b, err := os.ReadFile(filepath.Join(src, "record.json"))
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(b, &of))
+			repo := cassetteRepo(t)
+			require.Equal(t, of.Base, testenv.Git(t, repo, "rev-parse", "HEAD"), "scripts/cassette-repo.sh makes the cassette's base")
+			run := filepath.Join(repo, ".spawn", "runs", of.ID)
+			require.NoError(t, os.MkdirAll(run, 0o755))
+			for _, f := range []string{"record.json", configName, cassetteName} {
+				b, err := os.ReadFile(filepath.Join(src, f))
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(filepath.Join(run, f), b, 0o644))
+			}
+			pinned := map[string]func(testing.TB) string{"claude": testenv.Claude, "gemini": testenv.Gemini, "codex": testenv.Codex}
+			bins := map[string]string{}
+			for _, a := range runners.NewRegistry().Adapters() {
+				for _, s := range of.Seats {
+					if string(s.LLM) == a.Record() && pinned[a.Name()] != nil {
+						bins[a.Name()] = pinned[a.Name()](t)
+					}
+				}
+			}
+			rec, err, took := replay(t, repo, of.ID, bins)
+			require.NoError(t, err, "%s", divergence(rec))
+			rp := rec.Replay
+			assert.True(t, rp.Same, "%v\n%s", rp.Differences, divergence(rec))
+			assert.NotEmpty(t, rp.Trees)
+			assert.Equal(t, of.Verdict, rec.Verdict)
+			t.Logf("replayed %s: %d requests in %s (the run took %d ms)", of.ID, rp.Answered, took.Round(time.Millisecond), of.DurationMS)
+		})
+	}
+}
+
 // divergence is what a replay's record says of its first divergence.
 func divergence(rec *observability.Record) string {
 	if rec.Replay == nil || rec.Replay.Divergence == nil {
@@ -251,8 +335,8 @@ func linkTree(src, dst string) error {
 	})
 }
 
-// runTeamIn is runTeam in a repository prepare has added to first.
-func runTeamIn(t testing.TB, prepare func(repo string), mode observability.Mode, sc modelserver.Scenario, tweak func(*config.Config), extraEnv ...string) *teamRun {
+// runTeamIn is runTeam in the repository makeRepo makes.
+func runTeamIn(t testing.TB, makeRepo func() string, mode observability.Mode, sc modelserver.Scenario, tweak func(*config.Config), extraEnv ...string) *teamRun {
 	t.Helper()
 	claude, gemini := testenv.Claude(t), testenv.Gemini(t)
 	srv, err := modelserver.Start(sc)
@@ -273,10 +357,7 @@ func runTeamIn(t testing.TB, prepare func(repo string), mode observability.Mode,
 		tweak(&cfg)
 	}
 	env := append(append(testenv.Env(t, srv.ClaudeEnv()...), genv...), extraEnv...)
-	r := &teamRun{repo: testenv.Repo(t), srv: srv, cfg: cfg, env: env}
-	if prepare != nil {
-		prepare(r.repo)
-	}
+	r := &teamRun{repo: makeRepo(), srv: srv, cfg: cfg, env: env}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	r.rec, r.err = Run(ctx, Options{Task: "add the total function", RepoDir: r.repo, Config: cfg, Env: env}, nil)
