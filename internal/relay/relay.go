@@ -237,7 +237,7 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		var tape *tapeReq
 		if rec != nil || play != nil {
 			var err error
-			if req, tape, err = readTape(req); err != nil {
+			if req, tape, err = readTape(req, play != nil); err != nil {
 				http.Error(w, "spawn relay: cannot read the request: "+err.Error(), http.StatusBadRequest)
 				return
 			}
@@ -259,7 +259,7 @@ func (r *Relay) proxy(rt Route) http.Handler {
 			mw.tape = &bytes.Buffer{}
 		}
 		if play != nil {
-			play.answer(mw, g.seat, rt.Name, req.Method, withoutKey(req), tape.body)
+			play.answer(mw, g.seat, rt.Name, req.Method, withoutKey(req), tape.body())
 		} else {
 			p.ServeHTTP(mw, req)
 		}

@@ -37,38 +37,53 @@ func (r *Relay) tapes() (*Recorder, *Player) {
 // taping is the context key that marks a request whose answer is taped.
 type taping struct{}
 
-// tapeReq is a request as the cassette keeps it.
+// tapeReq is a request as the cassette keeps it: its headers without
+// the key, and its body as it was read.
 type tapeReq struct {
-	header http.Header
-	body   string // decompressed
+	header  http.Header
+	raw     *bytes.Buffer
+	gzipped bool
 }
 
-// readTape reads req's body for the cassette and returns req with a body
-// that gives the same bytes again.
-func readTape(req *http.Request) (*http.Request, *tapeReq, error) {
-	t := &tapeReq{header: stripAuth(req.Header)}
-	var raw []byte
-	if req.Body != nil {
-		var err error
-		if raw, err = io.ReadAll(req.Body); err != nil {
-			return req, nil, err
-		}
-		if err := req.Body.Close(); err != nil {
-			return req, nil, err
-		}
-	}
-	t.body = string(raw)
-	if strings.EqualFold(req.Header.Get("Content-Encoding"), "gzip") {
-		if zr, err := gzip.NewReader(bytes.NewReader(raw)); err == nil {
+// body is the request's body, decompressed.
+func (t *tapeReq) body() string {
+	if t.gzipped {
+		if zr, err := gzip.NewReader(bytes.NewReader(t.raw.Bytes())); err == nil {
 			if b, err := io.ReadAll(zr); err == nil {
-				t.body = string(b)
+				return string(b)
 			}
 		}
 	}
+	return t.raw.String()
+}
+
+// readTape returns req marked as taped, with its body kept as it is read:
+// read whole now when whole (a replay answers from it), else copied as
+// the proxy sends it upstream, so that recording does not hold it back.
+func readTape(req *http.Request, whole bool) (*http.Request, *tapeReq, error) {
+	t := &tapeReq{header: stripAuth(req.Header), raw: &bytes.Buffer{}, gzipped: strings.EqualFold(req.Header.Get("Content-Encoding"), "gzip")}
 	out := req.WithContext(context.WithValue(req.Context(), taping{}, true))
-	out.Body = io.NopCloser(bytes.NewReader(raw))
-	out.ContentLength = int64(len(raw))
+	if req.Body == nil || req.Body == http.NoBody {
+		return out, t, nil
+	}
+	if !whole {
+		out.Body = teeBody{Reader: io.TeeReader(req.Body, t.raw), Closer: req.Body}
+		return out, t, nil
+	}
+	if _, err := t.raw.ReadFrom(req.Body); err != nil {
+		return req, nil, err
+	}
+	if err := req.Body.Close(); err != nil {
+		return req, nil, err
+	}
+	out.Body = io.NopCloser(bytes.NewReader(t.raw.Bytes()))
 	return out, t, nil
+}
+
+// teeBody is a request body copied into the cassette as it is read.
+type teeBody struct {
+	io.Reader
+	io.Closer
 }
 
 // exchange is the request with the answer mw forwarded.
@@ -77,7 +92,7 @@ func (t *tapeReq) exchange(seat, route string, req *http.Request, mw *meteredWri
 	if status == 0 {
 		status = http.StatusOK
 	}
-	return Exchange{Seat: seat, Route: route, Method: req.Method, Path: withoutKey(req), Header: t.header, Request: t.body,
+	return Exchange{Seat: seat, Route: route, Method: req.Method, Path: withoutKey(req), Header: t.header, Request: t.body(),
 		Status: status, ResponseHeader: mw.ResponseWriter.Header().Clone(), Response: mw.tape.String(),
 		Start: start.UTC(), DurationMS: time.Since(start).Milliseconds()}
 }
