@@ -115,7 +115,7 @@ func cassetteLines(rec *observability.Record) string {
 		if rec.Status == observability.StatusRunning {
 			fmt.Fprintf(&b, "  cassette:  %s (recording)\n", path)
 		} else {
-			fmt.Fprintf(&b, "  cassette:  %s (%s, %s; spawn replay %s runs it again without a model)\n", path, size(c.Bytes), plural(c.Exchanges, "request"), rec.ID)
+			fmt.Fprintf(&b, "  cassette:  %s (spawn replay %s runs it again without a model)\n", path, rec.ID)
 		}
 		if c.Truncated {
 			fmt.Fprintf(&b, "             recording stopped at its bound of %s: a replay answers what it holds\n", size(c.LimitBytes))

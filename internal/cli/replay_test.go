@@ -64,7 +64,7 @@ func TestTheSummaryNamesTheCassetteAndTheDivergence(t *testing.T) {
 			Diff: "@@ line 40 @@\n-  \"text\": \"Writing calc.go.\"\n+  \"text\": \"Writing calc.go, carefully.\""}}
 	rec.Finish(observability.StatusFailed, 4, time.Now())
 	out := summary(rec)
-	assert.Contains(t, out, "cassette:  /r/.spawn/runs/20261123-094100-cd34/cassette.jsonl.gz (53.0 KiB, 7 requests; spawn replay 20261123-094100-cd34")
+	assert.Contains(t, out, "cassette:  /r/.spawn/runs/20261123-094100-cd34/cassette.jsonl.gz (spawn replay 20261123-094100-cd34 runs it again without a model)")
 	assert.Contains(t, out, "replay of: 20261123-093100-ab12")
 	assert.Contains(t, out, "same:      no")
 	assert.Contains(t, out, "match: no (1 answered, 1 not in the cassette, 5 recorded never asked for)")
