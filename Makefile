@@ -10,7 +10,7 @@ VERSION := $(shell git describe --tags --dirty 2>/dev/null)
 COMMIT  := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$c || echo $$c-dirty; })
 LDFLAGS := -X github.com/infinite-improbability-drive/spawn/internal/cli.buildVersion=$(VERSION) -X github.com/infinite-improbability-drive/spawn/internal/cli.buildCommit=$(COMMIT)
 
-.PHONY: all build ldflags agents install demo demo-github test test-fast vet cross bench clean
+.PHONY: all build ldflags agents install demo demo-github test test-fast vet cross bench cassette clean
 
 all: build
 
@@ -87,6 +87,14 @@ test-fast:
 # run (scripts/bench-table.sh); `make test` runs a quick pass of it.
 bench: agents
 	BENCHTIME=5x GO=$(GO) ./scripts/bench-table.sh
+
+# Records a cassette from the real, paid model APIs (ANTHROPIC_API_KEY and
+# GEMINI_API_KEY must be set): a two-round pingpong of the pinned claude and
+# gemini, kept redacted in testdata/cassettes/$(CASSETTE)/. spawn's tests
+# replay every cassette there without a key (TestRecordedCassettesReplayWithoutAKey).
+CASSETTE ?= paid-pingpong
+cassette: build agents
+	SPAWN=$(CURDIR)/bin/spawn ./scripts/record-cassette.sh $(CASSETTE)
 
 clean:
 	rm -rf bin agents/node_modules

@@ -68,6 +68,12 @@ type Record struct {
 	// Notes are things the user should know that are not errors: a limit
 	// that stopped escalating or answering.
 	Notes []string `json:"notes"`
+	// Cassette is where the run's model traffic is kept, and how much of
+	// it; nil when the run kept none ([observability] cassette = false).
+	Cassette *Cassette `json:"cassette"`
+	// Replay says which run this run replays and how the two compare; nil
+	// for a run that is not a replay.
+	Replay *Replay `json:"replay"`
 }
 
 // Seat is one agent of a run: the coder, or a reviewer of the board.
@@ -277,6 +283,9 @@ type Commit struct {
 	// itself, or "spawn" when spawn committed what the agent left.
 	LLM    LLM  `json:"llm"`
 	Pushed bool `json:"pushed"`
+	// Tree is the commit's tree: what a replay of the run compares; ""
+	// until the run finished.
+	Tree string `json:"tree"`
 }
 
 // Usage sums what the agents reported, over the whole run: coder and

@@ -18,7 +18,7 @@ var recordKeys = []string{
 	"sandbox_path", "isolation", "seats", "started_at", "finished_at", "duration_ms", "command_lines",
 	"permissions_requested", "permissions_granted", "review_feedback", "security_findings",
 	"commits", "pr_url", "pull_request", "github_threads", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages",
-	"messages", "resumes", "github_statuses", "usage", "error", "notes",
+	"messages", "resumes", "github_statuses", "usage", "error", "notes", "cassette", "replay",
 }
 
 func TestNewRecordHasEveryKeyAndEmptyLists(t *testing.T) {
@@ -35,7 +35,7 @@ func TestNewRecordHasEveryKeyAndEmptyLists(t *testing.T) {
 		"security_findings", "commits", "github_reviews", "resolved_comments", "questions", "coder_replies", "coder_messages", "messages", "resumes", "github_statuses", "github_threads", "notes", "seats"} {
 		assert.Equal(t, "[]", string(m[k]), k)
 	}
-	for _, k := range []string{"pr_url", "pull_request", "error", "finished_at", "isolation"} {
+	for _, k := range []string{"pr_url", "pull_request", "error", "finished_at", "isolation", "cassette", "replay"} {
 		assert.Equal(t, "null", string(m[k]), k)
 	}
 	assert.JSONEq(t, `"spawn.record/v1"`, string(m["schema"]))

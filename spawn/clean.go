@@ -30,7 +30,8 @@ type CleanOptions struct {
 	// Force removes branches whose commits are saved nowhere else and
 	// worktrees with uncommitted changes.
 	Force bool
-	// Purge removes the run directory (record, events, transcripts) too.
+	// Purge removes the run directory (record, events, transcripts,
+	// configuration, cassette) too.
 	Purge bool
 	// DryRun decides everything and changes nothing: no worktree, branch,
 	// run directory or lock is touched.

@@ -68,10 +68,10 @@ func (s seats) record() []observability.Seat {
 }
 
 // findSeats finds the agent CLIs of the coder and, when reviewed, of the
-// reviewers: each named in the registry, installed, and with a credential
-// for its model API in env. A reviewer of the coder's own model family is
-// refused unless cfg wants one. Nothing is created.
-func findSeats(reg runners.Registry, cfg config.Config, env []string, reviewed bool) (seats, error) {
+// reviewers: each named in the registry, installed, and, when keys, with a
+// credential for its model API in env. A reviewer of the coder's own model
+// family is refused unless cfg wants one. Nothing is created.
+func findSeats(reg runners.Registry, cfg config.Config, env []string, reviewed, keys bool) (seats, error) {
 	var s seats
 	var err error
 	if s.coder, err = findCLI(reg, cfg, cfg.Team.Coder, env); err != nil {
@@ -90,6 +90,9 @@ func findSeats(reg runners.Registry, cfg config.Config, env []string, reviewed b
 				r.name(), r.adapter.Family())
 		}
 		s.reviewers = append(s.reviewers, r)
+	}
+	if !keys {
+		return s, nil
 	}
 	if err := checkCredentials(reg, s, env); err != nil {
 		return seats{}, err

@@ -55,6 +55,10 @@ type Options struct {
 	// the repository's configuration asked for that spawn did not do
 	// (config.Loaded.Notes).
 	Notes []string
+
+	// replay, when not nil, makes the run a replay of another: the relay
+	// answers from that run's cassette, and no credential is needed.
+	replay *replaying
 }
 
 // Run runs opts.Task in the mode opts.Config names and returns its record,
@@ -143,6 +147,9 @@ type checked struct {
 	isolation isolation.Report
 	// gh is github mode's side on GitHub; nil in the other modes.
 	gh *hub
+	// offline is a replay's: the relay answers from a cassette, so the
+	// seats need no credential.
+	offline bool
 }
 
 // preflight checks the task, the mode, the repository, base and branch, the
@@ -174,7 +181,7 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 	if err != nil {
 		return checked{}, err
 	}
-	c := checked{plan: plan, registry: runs.Open(plan.SpawnDir())}
+	c := checked{plan: plan, registry: runs.Open(plan.SpawnDir()), offline: opts.replay != nil}
 	if err := c.checkAgents(cfg, opts.Env, iso.report, iso.err); err != nil {
 		return checked{}, err
 	}
@@ -208,7 +215,7 @@ func (c checked) secretEnv() []string {
 // isolation.Resolve found it, with its error), and sets the policy.
 func (c *checked) checkAgents(cfg config.Config, env []string, iso isolation.Report, isoErr error) (err error) {
 	reviewed := cfg.Team.Mode.Reviewed() && (cfg.Team.Mode != observability.ModePR || cfg.GitHub.VerifyFixes)
-	if c.seats, err = findSeats(runners.NewRegistry(), cfg, env, reviewed); err != nil {
+	if c.seats, err = findSeats(runners.NewRegistry(), cfg, env, reviewed, !c.offline); err != nil {
 		return err
 	}
 	if c.isolation = iso; isoErr != nil {
@@ -301,6 +308,9 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 		sink = Discard
 	}
 	r.events = &stream{run: id, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}
+	if err := r.startCassette(); err != nil {
+		return nil, undo(errors.Join(err, r.log.Close(), dir.Remove()))
+	}
 	if r.gh = pre.gh; r.gh != nil {
 		r.gh.mu.Lock()
 		r.gh.narrate = func(text string) { r.emit(observability.Event{Kind: observability.EventNote, Text: text}) }

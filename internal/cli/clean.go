@@ -30,7 +30,7 @@ func newCleanCmd(d *deps) *cli.Command {
 		Usage:     "remove runs' worktrees and branches, never work that is neither merged nor pushed",
 		ArgsUsage: "ID... | --all | --older-than AGE",
 		Description: "Removes each run's worktree (.spawn/worktrees/<id>) and its branches (its branch and any\n" +
-			"branch under spawn/<id>/). The record and transcripts stay unless --purge.\n\n" +
+			"branch under spawn/<id>/). The record, transcripts and cassette stay unless --purge.\n\n" +
 			"A run is refused, and nothing of it touched, when removing it would lose work: a commit\n" +
 			"that no other branch, remote-tracking branch or tag reaches (merge it or push it; the\n" +
 			"branches of other runs do not count), or uncommitted changes in its worktree. --force\n" +
@@ -44,7 +44,7 @@ func newCleanCmd(d *deps) *cli.Command {
 			&cli.BoolFlag{Name: "all", Usage: "clean every run of the repository"},
 			&cli.StringFlag{Name: "older-than", Usage: "clean the runs that ended longer ago than this: 7d, 12h, 90m"},
 			&cli.BoolFlag{Name: "force", Usage: "drop commits that are neither merged nor pushed, and uncommitted changes"},
-			&cli.BoolFlag{Name: "purge", Usage: "remove the run directory too: record, events, transcripts"},
+			&cli.BoolFlag{Name: "purge", Usage: "remove the run directory too: record, events, transcripts, cassette"},
 			&cli.BoolFlag{Name: "dry-run", Aliases: []string{"n"}, Usage: "say what would be removed and change nothing"},
 			&cli.BoolFlag{Name: "json", Usage: "print what was done as one JSON document"},
 		},

@@ -181,6 +181,7 @@ func newApp(d *deps, run func(context.Context, *deps, *runOptions) error, demo f
 			newSendCmd(d),
 			newStopCmd(d),
 			newResumeCmd(d),
+			newReplayCmd(d),
 			newPRCmd(d),
 			newCleanCmd(d),
 			newDoctorCmd(d),

@@ -122,6 +122,7 @@ func render(rec *observability.Record, v view) string {
 		b.WriteString(cost(rec))
 	}
 	fmt.Fprintf(&b, "  record:    %s\n", filepath.Join(rec.Repo, sandbox.Dir, "runs", rec.ID, "record.json"))
+	b.WriteString(cassetteLines(rec))
 	for i, step := range nextSteps(rec, len(open), v.removed) {
 		label := "next:"
 		if i > 0 {

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -42,6 +43,7 @@ type Result struct {
 	// CoderSummary is the coder's last message.
 	CoderSummary string `json:"coder_summary,omitempty" jsonschema:"the coder's last message, cut to 2,000 characters"`
 	Record       string `json:"record" jsonschema:"the path of the full record (record.json), for what this result leaves out"`
+	Cassette     string `json:"cassette,omitempty" jsonschema:"the path of the run's cassette (its model traffic, redacted): spawn replay <id> runs the run again from it without a model"`
 	Omitted      string `json:"omitted,omitempty" jsonschema:"what was left out to keep this answer small"`
 }
 
@@ -88,6 +90,9 @@ func resultOf(rec *observability.Record, path string, now time.Time) Result {
 	res.DurationSeconds = int64(end.Sub(rec.StartedAt).Seconds())
 	if rec.PRURL != nil {
 		res.PRURL = *rec.PRURL
+	}
+	if rec.Cassette != nil {
+		res.Cassette = filepath.Join(filepath.Dir(path), rec.Cassette.Path)
 	}
 	if rec.Error != nil {
 		res.Error = clip(rec.Error.Message, 2000)

@@ -60,3 +60,13 @@ func TestSmallResultIsWhole(t *testing.T) {
 	assert.NotNil(t, res.Commits)
 	assert.NotNil(t, res.OpenFindings)
 }
+
+// The result names the run's cassette, beside its record, so a host can
+// hand it on with spawn replay; a run without one names none.
+func TestResultNamesTheCassette(t *testing.T) {
+	rec := observability.New("20261123-090000-aaaa", "task", observability.ModePingpong, time.Now())
+	assert.Empty(t, resultOf(rec, "/r/.spawn/runs/20261123-090000-aaaa/record.json", time.Now()).Cassette)
+	rec.Cassette = &observability.Cassette{Path: "cassette.jsonl.gz", Bytes: 1000, Exchanges: 7}
+	res := resultOf(rec, "/r/.spawn/runs/20261123-090000-aaaa/record.json", time.Now())
+	assert.Equal(t, "/r/.spawn/runs/20261123-090000-aaaa/cassette.jsonl.gz", res.Cassette)
+}

@@ -10,6 +10,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -101,6 +102,10 @@ type Relay struct {
 
 	mu   sync.Mutex
 	keys map[string]grant // key -> whom it was made for
+	// recorder, when set, is handed every exchange; player, when set,
+	// answers every request instead of the upstream (a replay).
+	recorder *Recorder
+	player   *Player
 }
 
 // grant is whom a key was made for.
@@ -198,6 +203,11 @@ func (r *Relay) proxy(rt Route) http.Handler {
 			if cred, ok := pr.In.Context().Value(credKey{}).(Header); ok {
 				pr.Out.Header.Set(cred.Name, cred.Value)
 			}
+			if pr.In.Context().Value(taping{}) != nil {
+				// The transport asks for gzip and undoes it: the
+				// cassette keeps answers as the agent read them.
+				pr.Out.Header.Del("Accept-Encoding")
+			}
 		},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
@@ -223,7 +233,16 @@ func (r *Relay) proxy(rt Route) http.Handler {
 				return
 			}
 		}
-		if rt.Credential != nil {
+		rec, play := r.tapes()
+		var tape *tapeReq
+		if rec != nil || play != nil {
+			var err error
+			if req, tape, err = readTape(req, play != nil); err != nil {
+				http.Error(w, "spawn relay: cannot read the request: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+		}
+		if rt.Credential != nil && play == nil {
 			cred, err := rt.Credential()
 			if err != nil {
 				http.Error(w, "spawn relay: no credential for "+rt.Name+": "+err.Error(), http.StatusUnauthorized)
@@ -236,7 +255,17 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		if rt.Meter != nil {
 			mw.meter = rt.Meter()
 		}
-		p.ServeHTTP(mw, req)
+		if rec != nil {
+			mw.tape = &bytes.Buffer{}
+		}
+		if play != nil {
+			play.answer(mw, g.seat, rt.Name, req.Method, withoutKey(req), tape.body())
+		} else {
+			p.ServeHTTP(mw, req)
+		}
+		if rec != nil {
+			rec.Add(tape.exchange(g.seat, rt.Name, req, mw, start))
+		}
 		if r.opts.Used != nil {
 			u := Usage{}
 			if mw.meter != nil {
@@ -307,6 +336,8 @@ type meteredWriter struct {
 	limited bool
 	resetAt time.Time
 	body    []byte
+	// tape, when not nil, keeps the whole answer for the cassette.
+	tape *bytes.Buffer
 }
 
 // maxLimitBody bounds the body of a 429 the relay reads for its reset time.
@@ -329,6 +360,9 @@ func (m *meteredWriter) Write(b []byte) (int, error) {
 	m.n += int64(n)
 	if m.meter != nil && m.status < 300 {
 		m.meter.Observe(b[:n])
+	}
+	if m.tape != nil {
+		m.tape.Write(b[:n])
 	}
 	if m.limited && len(m.body) < maxLimitBody {
 		m.body = append(m.body, b[:min(n, maxLimitBody-len(m.body))]...)

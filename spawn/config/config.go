@@ -42,6 +42,15 @@ type Config struct {
 	Runners     Runners     `toml:"-"`
 	Sandbox     Sandbox     `toml:"sandbox"`
 	GitHub      GitHub      `toml:"github"`
+	// Observability is what spawn keeps of a run beside its record.
+	Observability Observability `toml:"observability"`
+}
+
+// Observability is what spawn keeps of a run beside its record.
+type Observability struct {
+	// Cassette keeps the run's model traffic, redacted and compressed, in
+	// its run directory, for spawn replay.
+	Cassette bool `toml:"cassette"`
 }
 
 // GitHub configures github mode and spawn pr (package team/github).
@@ -230,7 +239,8 @@ func Default() Config {
 		Runners: defaultRunners(),
 		Sandbox: Sandbox{Isolation: isolation.ModeAuto, Network: isolation.NetworkAuto,
 			MaxProcesses: 4096, MaxMemory: 8 << 30, MaxDisk: 20 << 30, Cache: isolation.CacheRepository},
-		GitHub: GitHub{Remote: "origin", Draft: true, MinWriteInterval: time.Second, TrustedAuthors: []string{}, VerifyFixes: true},
+		GitHub:        GitHub{Remote: "origin", Draft: true, MinWriteInterval: time.Second, TrustedAuthors: []string{}, VerifyFixes: true},
+		Observability: Observability{Cassette: true},
 	}
 }
 

@@ -54,7 +54,7 @@ func TestConfigErrorsNameFileKeyAndLine(t *testing.T) {
 		{
 			name: "an unknown table lists the tables",
 			body: "[reviewer]\nmodel = \"x\"\n",
-			line: 1, key: "reviewer", msg: "the tables are: [github], [permissions], [runners.claude], [runners.codex], [runners.gemini], [sandbox], [spawn-team], [spawn]",
+			line: 1, key: "reviewer", msg: "the tables are: [github], [observability], [permissions], [runners.claude], [runners.codex], [runners.gemini], [sandbox], [spawn-team], [spawn]",
 		},
 		{
 			name: "a bare integer for a duration says to give it a unit",
