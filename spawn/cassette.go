@@ -102,6 +102,12 @@ func (r *run) cassetteContext() relay.Context {
 		"tmp":     proc.Getenv(r.opts.Env, "TMPDIR"),
 		"kernel":  kernelRelease(),
 	}}
+	// Where each CLI is installed, as its requests may name it (gemini
+	// lists its built-in skills by path): without it a cassette would
+	// replay only from the checkout that recorded it.
+	for _, s := range r.pre.seats.all() {
+		c.Installs = append(c.Installs, installDir(s.bin))
+	}
 	r.record.mu.Lock()
 	defer r.record.mu.Unlock()
 	for _, cm := range r.rec.Commits {

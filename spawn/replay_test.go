@@ -339,12 +339,7 @@ func linkTree(src, dst string) error {
 func runTeamIn(t testing.TB, makeRepo func() string, mode observability.Mode, sc modelserver.Scenario, tweak func(*config.Config), extraEnv ...string) *teamRun {
 	t.Helper()
 	claude, gemini := testenv.Claude(t), testenv.Gemini(t)
-	srv, err := modelserver.Start(sc)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		srv.Close()
-		assert.NoError(t, srv.Verify(), "every scripted turn was served")
-	})
+	srv := testenv.ModelServer(t, sc)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
 	cfg := config.Default()

@@ -295,3 +295,20 @@ func TestNormaliseFindsIdsAfterAnEscapedNewline(t *testing.T) {
 	got := Normalise(`{"t":"cwd /w/.spawn/worktrees/r1\nRecent commits:\n70e1c97 spawn: add\n8ee3374 notes\nToday's date is 2026-11-26.\nThursday, November 26, 2026","s":"0b7e6a52-1111-4a4a-9c9c-0123456789ab"}`, c)
 	assert.Equal(t, `{"t":"cwd {{sandbox}}\nRecent commits:\n{{object 1}} spawn: add\n8ee3374 notes\nToday's date is {{date}}.\n{{date}}","s":"{{uuid}}"}`, got)
 }
+
+// The skills gemini lists, in the order its concurrent search found them,
+// normalise to one order.
+func TestNormalisePutsGeminisSkillsInOrder(t *testing.T) {
+	a := `{"t":"<available_skills>\n  <skill>\n    <name>b</name>\n  </skill>\n  <skill>\n    <name>a</name>\n  </skill>\n</available_skills>\nrest"}`
+	b := `{"t":"<available_skills>\n  <skill>\n    <name>a</name>\n  </skill>\n  <skill>\n    <name>b</name>\n  </skill>\n</available_skills>\nrest"}`
+	assert.Equal(t, Normalise(b, Context{}), Normalise(a, Context{}))
+	assert.Equal(t, b, Normalise(a, Context{}))
+}
+
+// Where a CLI is installed normalises to one placeholder, whichever CLI's
+// it is: a cassette replays from another checkout, with a CLI swapped.
+func TestNormaliseNamesEveryInstallAlike(t *testing.T) {
+	rec := Context{Installs: []string{"/a/node_modules", "/a/node_modules"}}
+	live := Context{Installs: []string{"/tmp/x/node_modules", "/b/node_modules"}}
+	assert.Equal(t, Normalise(`"/a/node_modules/@google/gemini-cli/SKILL.md"`, rec), Normalise(`"/b/node_modules/@google/gemini-cli/SKILL.md"`, live))
+}

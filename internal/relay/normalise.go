@@ -23,6 +23,11 @@ type Context struct {
 	// them: the Nth, whole or abbreviated to 7 hex digits or more, is
 	// {{object N}}.
 	Objects []string `json:"objects"`
+	// Installs are where the run's agent CLIs are installed (gemini lists
+	// its built-in skills by path): each is {{install}}, whichever CLI's
+	// it is, so that a cassette replays from another checkout, and with a
+	// CLI swapped for one installed elsewhere.
+	Installs []string `json:"installs,omitempty"`
 }
 
 // What every run has of its own, whatever its Context: each match is its
@@ -51,7 +56,27 @@ var hexRun = regexp.MustCompile(`[0-9a-f]{7,}`)
 // Normalise is text with what differs between runs replaced: c's
 // literals, c's objects, then ids and dates every run has of its own.
 func Normalise(text string, c Context) string {
-	return normaliseVolatile(normaliseObjects(normaliseLiterals(text, c), c))
+	return normaliseSkills(normaliseVolatile(normaliseObjects(normaliseLiterals(text, c), c)))
+}
+
+var (
+	skillList = regexp.MustCompile(`(?s)<available_skills>.*?</available_skills>`)
+	skill     = regexp.MustCompile(`(?s)<skill>.*?</skill>`)
+)
+
+// normaliseSkills puts the skills of each <available_skills> list of
+// text in order: gemini finds its skills with a concurrent glob and lists
+// them in the order they were found, which differs from run to run.
+func normaliseSkills(text string) string {
+	return skillList.ReplaceAllStringFunc(text, func(list string) string {
+		blocks := skill.FindAllString(list, -1)
+		sort.Strings(blocks)
+		i := 0
+		return skill.ReplaceAllStringFunc(list, func(string) string {
+			i++
+			return blocks[i-1]
+		})
+	})
 }
 
 // normaliseLiterals replaces c's literals (and, for a path, its form as
@@ -70,11 +95,19 @@ func normaliseLiterals(text string, c Context) string {
 			subs = append(subs, sub{slug(v), "{{" + name + "-slug}}"})
 		}
 	}
+	for _, v := range c.Installs {
+		if len(v) >= 4 {
+			subs = append(subs, sub{v, "{{install}}"})
+		}
+	}
 	sort.Slice(subs, func(i, j int) bool {
 		if len(subs[i].from) != len(subs[j].from) {
 			return len(subs[i].from) > len(subs[j].from)
 		}
-		return subs[i].from < subs[j].from
+		if subs[i].from != subs[j].from {
+			return subs[i].from < subs[j].from
+		}
+		return subs[i].to < subs[j].to // the same value under two names: one wins, always the same
 	})
 	var pairs []string
 	for _, s := range subs {
@@ -125,6 +158,9 @@ func rebase(text string, recorded, live Context) string {
 		if strings.HasPrefix(v, "/") {
 			pairs = append(pairs, "{{"+name+"-slug}}", slug(v))
 		}
+	}
+	if len(live.Installs) > 0 {
+		pairs = append(pairs, "{{install}}", live.Installs[0])
 	}
 	return strings.NewReplacer(pairs...).Replace(text)
 }
