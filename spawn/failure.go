@@ -20,9 +20,10 @@ var (
 	unreachableRE = regexp.MustCompile(`(?i)ECONNREFUSED|ConnectionRefused|connection refused|unable to connect|ENOTFOUND|EAI_AGAIN|getaddrinfo|fetch failed|ETIMEDOUT|ECONNRESET|` + regexp.QuoteMeta(relay.UnreachablePrefix))
 	// relayUnreachableRE finds the host and the cause in the relay's
 	// answer for an upstream it could not reach, as a CLI quotes it (claude
-	// adds " . This is a server-side issue..." after it, gemini quotes it
-	// in JSON with its newline escaped).
-	relayUnreachableRE = regexp.MustCompile(regexp.QuoteMeta(relay.UnreachablePrefix) + `(\S+?): (.+?)(?:\s+\.(?:\s|$)|\\+n|["\n]|$)`)
+	// adds ". This is a server-side issue..." after it, 2.1.197 with a
+	// space before the period; gemini quotes it in JSON with its newline
+	// escaped).
+	relayUnreachableRE = regexp.MustCompile(regexp.QuoteMeta(relay.UnreachablePrefix) + `(\S+?): (.+?)(?:\s*\.(?:\s|$)|\\+n|["\n]|$)`)
 	// causeRE matches a line that says why a CLI failed, as opposed to its
 	// start-up noise and stack traces.
 	causeRE = regexp.MustCompile(`(?i)error|must|refused|denied|failed|cannot|unable|invalid|not found|not logged`)

@@ -45,6 +45,12 @@ func TestAFailedAgentsCauseIsShownAndClassified(t *testing.T) {
 			kind:   KindUnreachable, says: "gemini could not reach the model API at nonexistent.invalid: the DNS lookup of nonexistent.invalid failed (no such host); check the network",
 		},
 		{
+			name:   "claude 2.1.332 quoting the relay's answer for a refused connection",
+			stderr: "API Error: 502 spawn relay: unreachable: 127.0.0.1:9: the connection was refused. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:44523).",
+			cause:  "API Error: 502 spawn relay: unreachable: 127.0.0.1:9: the connection was refused. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:44523).",
+			kind:   KindUnreachable, says: "gemini could not reach the model API at 127.0.0.1:9: the connection was refused; check the network",
+		},
+		{
 			name:   "gemini quoting the relay's answer in JSON",
 			stderr: "Attempt 3 failed: {\"error\":{\"message\":\"spawn relay: unreachable: nonexistent.invalid: the DNS lookup of nonexistent.invalid failed (no such host)\\n\",\"code\":502,\"status\":\"Bad Gateway\"}}. Max attempts reached",
 			cause:  "Attempt 3 failed: {\"error\":{\"message\":\"spawn relay: unreachable: nonexistent.invalid: the DNS lookup of nonexistent.invalid failed (no such host)\\n\",\"code\":502,\"status\":\"Bad Gateway\"}}. Max attempts reached",
