@@ -295,6 +295,11 @@ type Usage struct {
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
 	Turns        int     `json:"turns"`
+	// RelayedCostUSD is the cost of every model answer that went through
+	// spawn's relay, priced from the usage each one reported: the agents'
+	// CLIs and any program they ran. max_cost_usd stops the run when
+	// either this or CostUSD (the CLIs' own figures) reaches it.
+	RelayedCostUSD float64 `json:"relayed_cost_usd"`
 	// ByAgent is the same per agent session: who, in which round.
 	ByAgent []AgentUsage `json:"by_agent"`
 }

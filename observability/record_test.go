@@ -41,7 +41,7 @@ func TestNewRecordHasEveryKeyAndEmptyLists(t *testing.T) {
 	assert.JSONEq(t, `"spawn.record/v1"`, string(m["schema"]))
 	assert.JSONEq(t, `"running"`, string(m["status"]))
 	assert.JSONEq(t, `"none"`, string(m["verdict"]))
-	assert.JSONEq(t, `{"cost_usd":0,"input_tokens":0,"output_tokens":0,"turns":0,"by_agent":[]}`, string(m["usage"]))
+	assert.JSONEq(t, `{"cost_usd":0,"input_tokens":0,"output_tokens":0,"turns":0,"relayed_cost_usd":0,"by_agent":[]}`, string(m["usage"]))
 }
 
 func TestFinishStampsDuration(t *testing.T) {

@@ -104,32 +104,36 @@ func TestTheRecordsCostCoversTheCoderAndTheReviewers(t *testing.T) {
 
 func TestMaxCostBoundsTheWholeRunReviewersIncluded(t *testing.T) {
 	// One model turn for the coder, one for the reviewer.
-	story := func(fix bool) modelserver.Scenario {
-		sc := modelserver.Scenario{
+	story := func() modelserver.Scenario {
+		return modelserver.Scenario{
 			Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{{Text: "Nothing to change."}}}},
 			Gemini:    reviewRounds(answer("request_changes", nil, negative)),
 		}
-		if fix {
-			sc.Anthropic[0].Turns = append(sc.Anthropic[0].Turns, modelserver.Turn{Text: negative.ID + ": declined - valid"})
-			sc.Gemini = reviewRounds(answer("request_changes", nil, negative), answer("approve", []string{negative.ID}))
-		}
-		return sc
 	}
-	// Measure the coder's turn and the review under a budget that stops
-	// nothing, then give the run a budget the coder's turn fits in but the
+	// Measure the coder's turn alone as the relay prices it (every
+	// request, the CLI's side requests too), and a review as the reviewer's
+	// CLI counts it (the relay sees at least that), under budgets that stop
+	// nothing; then give the run a budget the coder's turn fits in but the
 	// review uses up: the fix turn must not start.
-	measured := runTeam(t, observability.ModeSequential, story(true), func(c *config.Config) { c.Spawn.MaxCostUSD = 1 })
-	require.NoError(t, measured.err)
-	require.Len(t, measured.rec.Usage.ByAgent, 4)
-	coder, reviewer := measured.rec.Usage.ByAgent[0].CostUSD, measured.rec.Usage.ByAgent[1].CostUSD
-	t.Logf("coder $%g, reviewer $%g", coder, reviewer)
+	solo := runSolo(t, modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{{Text: "Nothing to change."}}}}}, "add the total function", func(c *config.Config) { c.Spawn.MaxCostUSD = 1 })
+	require.NoError(t, solo.err)
+	coder := solo.rec.Usage.RelayedCostUSD
+	require.GreaterOrEqual(t, coder, solo.rec.Usage.CostUSD, "the relay sees all the CLI says it spent")
+	measured := runTeam(t, observability.ModeSequential, story(), func(c *config.Config) {
+		c.Spawn.MaxCostUSD = 1
+		c.Team.MaxIterations = 1
+	})
+	require.GreaterOrEqual(t, len(measured.rec.Usage.ByAgent), 2)
+	reviewer := measured.rec.Usage.ByAgent[1].CostUSD
+	t.Logf("the coder's turn at the relay $%g (its CLI says $%g), a review $%g", coder, solo.rec.Usage.CostUSD, reviewer)
 	require.Greater(t, reviewer, 0.0)
 
-	r := runTeam(t, observability.ModeSequential, story(false), func(c *config.Config) { c.Spawn.MaxCostUSD = coder + reviewer/2 })
+	budget := coder + reviewer/2
+	r := runTeam(t, observability.ModeSequential, story(), func(c *config.Config) { c.Spawn.MaxCostUSD = budget })
 	require.Error(t, r.err)
 	assert.Equal(t, KindBudget, KindOf(r.err), "%v", r.err)
 	assert.Contains(t, r.err.Error(), "max_cost_usd")
-	assert.GreaterOrEqual(t, r.rec.Usage.CostUSD, coder+reviewer/2, "the run spent its budget")
+	assert.GreaterOrEqual(t, r.rec.Usage.RelayedCostUSD, budget, "the run spent its budget")
 	for _, cl := range r.rec.CommandLines {
 		assert.Less(t, cl.Iteration, 2, "no fix turn was started: %v", cl.Argv)
 	}

@@ -166,7 +166,7 @@ func TestSoloRunCommitsTheCodersWorkOnTheSandboxBranch(t *testing.T) {
 
 	// The record on disk matches, with every key, and the transcript is kept.
 	m := r.onDisk(t)
-	assert.Len(t, m, 36)
+	assert.Len(t, m, 38)
 	transcript, err := os.ReadFile(filepath.Join(r.repo, sandbox.Dir, "runs", rec.ID, cl.Stdout))
 	require.NoError(t, err)
 	assert.Contains(t, string(transcript), `"type":"result"`)

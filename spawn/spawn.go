@@ -367,6 +367,9 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 		}
 	}
 	r.cleanups = nil
+	r.record.mu.Lock()
+	r.rec.Usage.RelayedCostUSD = r.spend.relayedCost()
+	r.record.mu.Unlock()
 	recErr := r.record.Err()
 	if recErr != nil && !errors.Is(runErr, recErr) {
 		errs = append(errs, r.recordError())

@@ -89,7 +89,8 @@ func (s *spend) allow(limit float64) func() error {
 }
 
 // start registers a session and returns its key and the run's cost when
-// it starts.
+// it starts: the CLIs' figures or the relay's, whichever is higher (a
+// program the coder ran may have called the model around its CLI).
 func (s *spend) start() (int, float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -98,7 +99,14 @@ func (s *spend) start() (int, float64) {
 	}
 	s.next++
 	s.live[s.next] = 0
-	return s.next, s.totalLocked()
+	return s.next, max(s.totalLocked(), s.relayed)
+}
+
+// relayedCost is what the relay has forwarded so far.
+func (s *spend) relayedCost() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.relayed
 }
 
 // update sets a running session's cost so far and returns the run's
