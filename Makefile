@@ -75,7 +75,7 @@ cross:
 test: agents vet cross
 	GO=$(GO) ./scripts/fuzz-short.sh
 	SMOKE=1 GO=$(GO) ./scripts/bench-table.sh
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 25m ./...
 
 # The fast tier: the policy, the parsers, the config, the registry and
 # every table test, without any agent CLI (no node needed), in under a
