@@ -42,7 +42,7 @@ var claudeFileTools = []string{"Read", "Write", "Edit", "Glob", "NotebookRead", 
 // ValidateClaudeRule returns an error, naming s, unless s is a claude
 // permission rule that claude reads as written when spawn hands it over
 // (--allowedTools, --disallowedTools, or a rule granted by escalation), and
-// that watcher.ParseRule reads the same way. After surrounding white space
+// that ParseRule reads the same way. After surrounding white space
 // is trimmed, the accepted grammar is:
 //
 //	rule      = tool | tool "(" specifier ")"

@@ -115,9 +115,9 @@ func (r *run) closeCage(a *confined) {
 // (whose rules and patterns were validated when it was loaded).
 func (r *run) coderPolicy() (watcher.Policy, error) {
 	cfg := r.opts.Config
-	var rules []watcher.Rule
+	var rules []runners.Rule
 	for _, s := range cfg.Permissions.Escalatable {
-		rule, err := watcher.ParseRule(s)
+		rule, err := runners.ParseRule(s)
 		if err != nil {
 			return watcher.Policy{}, errorf(KindConfig, err, "permissions.escalatable: %v", err)
 		}

@@ -16,7 +16,7 @@ import (
 // Policy is what Supervise may do on the agent's behalf, and its limits.
 type Policy struct {
 	// Escalatable are the rules a denied tool call may be granted under.
-	Escalatable []Rule
+	Escalatable []runners.Rule
 	// MaxEscalations bounds the resumes that grant permissions.
 	MaxEscalations int
 	// Questions detects a final answer that asks instead of finishing; nil
@@ -174,9 +174,9 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 		}
 
 		// Denials: grant what the manifest allows, and resume.
-		var granted []Rule
+		var granted []runners.Rule
 		for _, d := range tr.denials(out.Result) {
-			rules, ok := Grant(p.Escalatable, d.Tool, d.Input)
+			rules, ok := runners.Grant(p.Escalatable, d.Tool, d.Input)
 			pr := observability.Progress{Kind: observability.ProgressDenial, Tool: d.Tool, Input: d.Input}
 			if ok {
 				pr.Rule = joinRules(rules)
@@ -229,11 +229,11 @@ func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, ho
 	}
 }
 
-func escalationPrompt(granted []Rule) string {
+func escalationPrompt(granted []runners.Rule) string {
 	return fmt.Sprintf("spawn granted the permission you were denied (%s). Retry what was denied, then continue the task.", joinRules(granted))
 }
 
-func joinRules(rules []Rule) string {
+func joinRules(rules []runners.Rule) string {
 	s := make([]string, len(rules))
 	for i, r := range rules {
 		s[i] = r.Raw
@@ -250,7 +250,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func containsRule(list []Rule, r Rule) bool {
+func containsRule(list []runners.Rule, r runners.Rule) bool {
 	for _, x := range list {
 		if x.Raw == r.Raw {
 			return true

@@ -788,7 +788,7 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, r := range c.Permissions.Escalatable {
-		if _, err := watcher.ParseRule(r); err != nil {
+		if _, err := runners.ParseRule(r); err != nil {
 			return bad("permissions.escalatable", "%v", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package watcher
+package runners
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package watcher
+package runners
 
 import (
 	"encoding/json"
@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
-
-	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 // Rule is a parsed claude permission rule: "Write", "Bash(make:*)",
@@ -27,11 +25,11 @@ type Rule struct {
 
 // ParseRule parses one claude permission rule, "Tool" or "Tool(spec)",
 // with surrounding white space trimmed. It accepts exactly the rules
-// runners.ValidateClaudeRule accepts (the grammar is documented there), and
+// ValidateClaudeRule accepts (the grammar is documented there), and
 // its error for any other names the rule. "Tool(*)" is kept as written but
 // matches like the bare "Tool", as in claude.
 func ParseRule(s string) (Rule, error) {
-	if err := runners.ValidateClaudeRule(s); err != nil {
+	if err := ValidateClaudeRule(s); err != nil {
 		return Rule{}, err
 	}
 	raw := strings.TrimSpace(s)
