@@ -18,13 +18,14 @@ const usageLimitMin = time.Minute
 // usageLimit is the error of a turn that ended at its account's usage
 // limit, or nil when the turn's failure f is not one: the CLI said so, or
 // the relay saw the provider refuse the seat with a reset more than
-// usageLimitMin away (q, seen). The reset is the later of the CLI's and
-// the provider's; the error says when it is and that resume goes on.
+// usageLimitMin away (q, seen). The reset is the provider's when the relay
+// saw it (to the second), else the CLI's (codex says a minute: the end of
+// it is taken); the error says when it is and that resume goes on.
 func (r *run) usageLimit(who agent, f runners.Failure, q quota, seen bool) error {
 	reset := f.ResetAt
 	said := f.Message
-	if seen && q.resetAt.After(reset) {
-		reset = q.resetAt
+	if seen && !q.resetAt.IsZero() {
+		reset = q.resetAt // the provider's time, to the second; a CLI's words round it to the minute
 	}
 	if said == "" {
 		said = q.message
