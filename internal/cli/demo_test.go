@@ -55,6 +55,20 @@ func TestDemoFixesTheBugAndIsApproved(t *testing.T) {
 	assert.Contains(t, rec.CommandLines[0].Argv, claude, "the real claude ran (under bwrap when installed)")
 	assert.Contains(t, rec.CommandLines[1].Argv, gemini, "the real gemini ran (under bwrap when installed)")
 	assert.False(t, strings.Contains(r.stdout, "test-key"), "no API key in the output")
+
+	// The demo's run replays from its cassette, its go test timings and
+	// all: the same commits, findings and verdict, every request matched.
+	rp := spawnMain(t, testenv.Env(t), "", "replay", "last", "--repo", repo, "--json")
+	require.Equal(t, 0, rp.code, rp.stderr)
+	var replayed struct {
+		Replay struct {
+			Same          bool `json:"same"`
+			RequestsMatch bool `json:"requests_match"`
+		} `json:"replay"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(rp.stdout), &replayed))
+	assert.True(t, replayed.Replay.Same)
+	assert.True(t, replayed.Replay.RequestsMatch)
 }
 
 // Without --json, `spawn demo` shows what happened rather than dumping the

@@ -312,3 +312,12 @@ func TestNormaliseNamesEveryInstallAlike(t *testing.T) {
 	live := Context{Installs: []string{"/tmp/x/node_modules", "/b/node_modules"}}
 	assert.Equal(t, Normalise(`"/a/node_modules/@google/gemini-cli/SKILL.md"`, rec), Normalise(`"/b/node_modules/@google/gemini-cli/SKILL.md"`, live))
 }
+
+// A test runner's timings in a tool result differ in every run: they
+// normalise alike, as the demo's go test shows them.
+func TestNormaliseTakesTimingsForTheSame(t *testing.T) {
+	a := `{"content":"--- FAIL: TestAdd (0.00s)\n    calc_test.go:7: want 5\nFAIL\nFAIL\texample.com/calc\t0.003s\nFAIL"}`
+	b := `{"content":"--- FAIL: TestAdd (0.01s)\n    calc_test.go:7: want 5\nFAIL\nFAIL\texample.com/calc\t0.005s\nFAIL"}`
+	assert.Equal(t, Normalise(a, Context{}), Normalise(b, Context{}))
+	assert.Contains(t, Normalise(a, Context{}), `calc_test.go:7: want 5`, "a file's line is not a timing")
+}

@@ -46,6 +46,12 @@ var volatile = []struct {
 	// date may follow the n of an escaped newline.
 	{regexp.MustCompile(`\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?`), "{{date}}"},
 	{regexp.MustCompile(`(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, \d{4}\b`), "{{date}}"},
+	// How long something took, as a test runner says it in a tool result
+	// ("ok example.com/calc 0.003s", "--- FAIL: TestAdd (0.00s)", pytest's
+	// "in 0.12s"): a decimal number of seconds or milliseconds, different
+	// in every run. (Not \b before it: in a JSON string it may follow the
+	// t of an escaped tab.)
+	{regexp.MustCompile(`\d+\.\d+m?s\b`), "{{duration}}"},
 }
 
 // hexRun finds runs of 7 or more hex digits, each whole: object ids, whole
