@@ -19,11 +19,12 @@ var credentialVars = map[string]bool{
 	"DBUS_SESSION_BUS_ADDRESS": true, "XAUTHORITY": true, "GH_HOST": true, "GH_ENTERPRISE_HOST": true,
 }
 
-// agentOwned are variables spawn sets for every agent (homes, API bases):
-// the user's values are dropped, never passed through.
+// agentOwned are variables spawn decides for every agent (its homes and
+// caches): the user's values are dropped, never passed through. So is
+// each variable an agent's CLI is given (its config home, its API base:
+// AgentEnv's set), whichever CLI it is.
 var agentOwned = []string{
-	"HOME", "TMPDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
-	"CLAUDE_CONFIG_DIR", "GEMINI_CLI_HOME", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "GOCACHE",
+	"HOME", "TMPDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR", "GOCACHE",
 }
 
 // IsCredential reports whether the variable name holds or hands over a
@@ -49,12 +50,16 @@ func IsCredential(name string) bool {
 }
 
 // AgentEnv is the environment an agent gets: env without any credential
-// (IsCredential) and without the variables spawn sets for agents, plus
-// set (KEY=VALUE pairs: the private homes, the relay's base URLs and
-// throwaway key).
+// (IsCredential), without the variables spawn decides for agents
+// (agentOwned) and without any set sets, plus set (KEY=VALUE pairs: the
+// private homes, the relay's base URLs and throwaway key).
 func AgentEnv(env []string, set ...string) []string {
 	owned := map[string]bool{}
 	for _, k := range agentOwned {
+		owned[k] = true
+	}
+	for _, kv := range set {
+		k, _, _ := strings.Cut(kv, "=")
 		owned[k] = true
 	}
 	out := make([]string, 0, len(env)+len(set))

@@ -96,9 +96,11 @@ func TestWrapShowsOnlyWhatItIsGiven(t *testing.T) {
 // own values replace the user's homes and API bases.
 func TestAgentEnvHoldsNoCredential(t *testing.T) {
 	env := AgentEnv([]string{"PATH=/bin", "ANTHROPIC_API_KEY=sk", "GITHUB_TOKEN=gh", "GH_HOST=x", "SSH_AUTH_SOCK=/s",
-		"AWS_ACCESS_KEY_ID=a", "GOOGLE_APPLICATION_CREDENTIALS=/c", "DB_PASSWORD=p", "HOME=/home/u", "ANTHROPIC_BASE_URL=https://a", "LANG=C"},
-		"HOME=/private", "ANTHROPIC_BASE_URL=http://127.0.0.1:1/anthropic", "ANTHROPIC_API_KEY=throwaway")
-	assert.Equal(t, []string{"PATH=/bin", "LANG=C", "HOME=/private", "ANTHROPIC_BASE_URL=http://127.0.0.1:1/anthropic", "ANTHROPIC_API_KEY=throwaway"}, env)
+		"AWS_ACCESS_KEY_ID=a", "GOOGLE_APPLICATION_CREDENTIALS=/c", "DB_PASSWORD=p", "HOME=/home/u", "ANTHROPIC_BASE_URL=https://a",
+		"CLAUDE_CONFIG_DIR=/home/u/.claude", "XDG_CACHE_HOME=/home/u/.cache", "LANG=C"},
+		"HOME=/private", "ANTHROPIC_BASE_URL=http://127.0.0.1:1/anthropic", "ANTHROPIC_API_KEY=throwaway", "CLAUDE_CONFIG_DIR=/private/claude")
+	assert.Equal(t, []string{"PATH=/bin", "LANG=C", "HOME=/private", "ANTHROPIC_BASE_URL=http://127.0.0.1:1/anthropic", "ANTHROPIC_API_KEY=throwaway", "CLAUDE_CONFIG_DIR=/private/claude"}, env,
+		"each variable spawn sets replaces the user's, and spawn's homes and caches are never the user's")
 }
 
 // An agent running unconfined moves the user's branch, adds a tag,
