@@ -135,7 +135,10 @@ func checkDirty(ctx context.Context, repo git.Repo) *dirtyCheck {
 	c := &dirtyCheck{done: make(chan struct{})}
 	go func() {
 		defer close(c.done)
-		status, err := repo.Run(ctx, "status", "--porcelain", "--untracked-files=normal")
+		// --no-optional-locks: a status in the background never writes
+		// the user's index (a git of theirs running meanwhile would find it
+		// locked).
+		status, err := repo.Run(ctx, "--no-optional-locks", "status", "--porcelain", "--untracked-files=normal")
 		if err != nil {
 			c.err = fmt.Errorf("read the status of %s: %w", repo.Dir, err)
 			return
