@@ -137,7 +137,8 @@ func TestAReplayWithoutAModelReproducesTheRun(t *testing.T) {
 		assert.Equal(t, []observability.ReplayBinary{{CLI: "claude", Path: same}}, rec.Replay.Binaries)
 
 		other := claudeWrapper(t, "Answer tersely.")
-		rec, _, _ = replay(t, r.repo, r.rec.ID, map[string]string{"claude": other})
+		rec, err, _ = replay(t, r.repo, r.rec.ID, map[string]string{"claude": other})
+		require.Error(t, err, "the agent whose request the cassette does not hold is refused, and the replay says so")
 		rp := rec.Replay
 		assert.False(t, rp.Same)
 		assert.False(t, rp.RequestsMatch)
@@ -162,7 +163,8 @@ func TestAReplayWithoutAModelReproducesTheRun(t *testing.T) {
 		}
 		require.True(t, edited)
 		require.NoError(t, relay.WriteCassette(cas, h, xs))
-		rec, _, _ := replay(t, r.repo, r.rec.ID, nil)
+		rec, err, _ := replay(t, r.repo, r.rec.ID, nil)
+		require.Error(t, err, "the agent whose request the cassette does not hold is refused, and the replay says so")
 		rp := rec.Replay
 		assert.False(t, rp.Same)
 		require.NotNil(t, rp.Divergence, "%v", rp.Differences)
