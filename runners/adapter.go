@@ -77,9 +77,14 @@ type Provider struct {
 	BaseVar string // "ANTHROPIC_BASE_URL"
 	Default string // "https://api.anthropic.com"
 	Paths   []relay.Path
-	// Credential finds the user's credential in env, as the relay adds it
-	// to each request; nil when env holds none.
-	Credential func(env []string) func() (relay.Header, error)
+	// Credential finds the user's credential among the values of
+	// CredentialVars (an unset one is absent from vars), as the relay adds
+	// it to each request; nil when they hold none.
+	Credential func(vars Values) func() (relay.Header, error)
+	// CredentialVars are the user's environment variables Credential
+	// reads, first choice first: the caller reads them once, with BaseVar,
+	// and hands Credential their values.
+	CredentialVars []string
 	// Missing says what to set when there is no credential.
 	Missing string
 	// Vars are the user's environment variables the CLI reads for this
@@ -87,6 +92,14 @@ type Provider struct {
 	// prefixes ending in "*".
 	Vars []string
 }
+
+// Values are environment variables' values by name, as the caller read
+// them once (the variables providers name: BaseVar, CredentialVars); a
+// variable that is not set is absent.
+type Values map[string]string
+
+// Get is name's value, "" when it is not set.
+func (v Values) Get(name string) string { return v[name] }
 
 // Reads reports whether the variable name is one of p's Vars.
 func (p Provider) Reads(name string) bool {

@@ -53,7 +53,13 @@ func TestEveryAdapterKeepsTheContract(t *testing.T) {
 			assert.Equal(t, "https", u.Scheme)
 			assert.True(t, p.Reads(p.BaseVar), "the base URL variable is the provider's")
 			assert.NotEmpty(t, p.Paths)
-			assert.Nil(t, p.Credential([]string{"HOME=" + t.TempDir(), "PATH=/bin"}), "no credential in an empty environment")
+			assert.Nil(t, p.Credential(Values{"HOME": t.TempDir(), "PATH": "/bin"}), "no credential in an empty environment")
+			require.NotEmpty(t, p.CredentialVars)
+			cred := p.Credential(Values{p.CredentialVars[0]: "user-key-0123456789"})
+			require.NotNil(t, cred, "a credential from its first variable")
+			h, err := cred()
+			require.NoError(t, err)
+			assert.Contains(t, h.Value, "user-key-0123456789")
 			assert.NotEmpty(t, p.Missing)
 
 			// # a seat of each role: its homes in its own directory, the

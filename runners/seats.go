@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 )
 
@@ -35,10 +34,10 @@ func homeEnv(home, tmp string) []string {
 }
 
 // keyFrom is a credential the relay adds as header name, from the first
-// of vars set in env (prefix before the value); nil when none is.
-func keyFrom(env []string, name, prefix string, vars ...string) func() (relay.Header, error) {
-	for _, k := range vars {
-		if v := proc.Getenv(env, k); v != "" {
+// of names set in vars (prefix before the value); nil when none is.
+func keyFrom(vars Values, name, prefix string, names ...string) func() (relay.Header, error) {
+	for _, k := range names {
+		if v := vars.Get(k); v != "" {
 			return func() (relay.Header, error) { return relay.Header{Name: name, Value: prefix + v}, nil }
 		}
 	}
@@ -93,26 +92,27 @@ func (claudeAdapter) Install() Install {
 func (claudeAdapter) Provider() Provider {
 	return Provider{Route: "anthropic", BaseVar: "ANTHROPIC_BASE_URL", Default: "https://api.anthropic.com",
 		Paths: []relay.Path{{Method: http.MethodPost, Pattern: "/v1/messages"}, {Method: http.MethodPost, Pattern: "/v1/messages/count_tokens"}},
-		Credential: func(env []string) func() (relay.Header, error) {
-			if c := keyFrom(env, "x-api-key", "", "ANTHROPIC_API_KEY"); c != nil {
+		Credential: func(vars Values) func() (relay.Header, error) {
+			if c := keyFrom(vars, "x-api-key", "", "ANTHROPIC_API_KEY"); c != nil {
 				return c
 			}
-			if c := keyFrom(env, "Authorization", "Bearer ", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"); c != nil {
+			if c := keyFrom(vars, "Authorization", "Bearer ", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"); c != nil {
 				return c
 			}
-			return claudeLogin(env)
+			return claudeLogin(vars)
 		},
+		CredentialVars: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR", "HOME"},
 		Missing: "set ANTHROPIC_API_KEY, or log in once by running claude",
 		Vars:    []string{"ANTHROPIC_*", "CLAUDE_*"},
 	}
 }
 
-// claudeLogin is the credential of the user's claude login, nil when there
-// is no login file.
-func claudeLogin(env []string) func() (relay.Header, error) {
-	dir := proc.Getenv(env, "CLAUDE_CONFIG_DIR")
+// claudeLogin is the credential of the user's claude login (in
+// CLAUDE_CONFIG_DIR, else ~/.claude), nil when there is no login file.
+func claudeLogin(vars Values) func() (relay.Header, error) {
+	dir := vars.Get("CLAUDE_CONFIG_DIR")
 	if dir == "" {
-		dir = filepath.Join(proc.Getenv(env, "HOME"), ".claude")
+		dir = filepath.Join(vars.Get("HOME"), ".claude")
 	}
 	login := filepath.Join(dir, ".credentials.json")
 	if _, err := os.Stat(login); err != nil {
@@ -218,9 +218,10 @@ func (geminiAdapter) Provider() Provider {
 			{Method: http.MethodPost, Pattern: "/v1beta/models/*:generateContent"},
 			{Method: http.MethodPost, Pattern: "/v1beta/models/*:countTokens"},
 		},
-		Credential: func(env []string) func() (relay.Header, error) {
-			return keyFrom(env, "x-goog-api-key", "", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+		Credential: func(vars Values) func() (relay.Header, error) {
+			return keyFrom(vars, "x-goog-api-key", "", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 		},
+		CredentialVars: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
 		Missing: "set GEMINI_API_KEY to a Gemini API key",
 		Vars:    []string{"GEMINI_*", "GOOGLE_*"},
 	}
@@ -341,9 +342,10 @@ func (codexAdapter) Install() Install {
 func (codexAdapter) Provider() Provider {
 	return Provider{Route: "openai", BaseVar: "OPENAI_BASE_URL", Default: "https://api.openai.com/v1",
 		Paths: []relay.Path{{Method: http.MethodPost, Pattern: "/responses"}},
-		Credential: func(env []string) func() (relay.Header, error) {
-			return keyFrom(env, "Authorization", "Bearer ", "OPENAI_API_KEY")
+		Credential: func(vars Values) func() (relay.Header, error) {
+			return keyFrom(vars, "Authorization", "Bearer ", "OPENAI_API_KEY")
 		},
+		CredentialVars: []string{"OPENAI_API_KEY"},
 		Missing: "set OPENAI_API_KEY to an OpenAI API key",
 		Vars:    []string{"OPENAI_*", "CODEX_*"},
 	}

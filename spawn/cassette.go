@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
@@ -98,8 +97,8 @@ func (r *run) cassetteContext() relay.Context {
 		"repo":    r.pre.plan.Repo.Dir,
 		"branch":  r.sb.Branch,
 		"run":     r.rec.ID,
-		"home":    proc.Getenv(r.opts.Env, "HOME"),
-		"tmp":     proc.Getenv(r.opts.Env, "TMPDIR"),
+		"home":    r.opts.environ.Home,
+		"tmp":     r.opts.environ.TmpDir,
 		"kernel":  kernelRelease(),
 	}}
 	// Where each CLI is installed, as its requests may name it (gemini

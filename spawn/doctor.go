@@ -37,6 +37,7 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 	add := func(name string, ok bool, format string, args ...any) {
 		checks = append(checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
 	}
+	environ := config.ReadEnvironment(env)
 	if repo, err := OpenRepo(ctx, repoDir, env); err != nil {
 		add("repository", false, "%v", err)
 	} else {
@@ -88,12 +89,12 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 			}
 		}
 		p := a.Provider()
-		if p.Credential(env) != nil {
+		if p.Credential(environ.Providers) != nil {
 			add(a.Name()+" login", true, "a credential is set (not shown)")
 		} else {
 			add(a.Name()+" login", false, "no credential: %s", p.Missing)
 		}
-		checks = append(checks, checkReach(ctx, a.Name()+" api", p.BaseVar, p.Default, env))
+		checks = append(checks, checkReach(ctx, a.Name()+" api", p.BaseVar, p.Default, environ.Providers.Get(p.BaseVar)))
 	}
 	agentCheck("coder", cfg.Team.Coder)
 	if cfg.Team.Mode.Reviewed() {
@@ -104,7 +105,7 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 		add("reviewers", true, "not needed: mode %s has no reviewer", observability.ModeSolo)
 	}
 	if cfg.Team.Mode == observability.ModeGitHub {
-		checks = append(checks, checkGitHub(ctx, env))
+		checks = append(checks, checkGitHub(ctx, env, environ.GitHub))
 	}
 	rep := isolation.Probe(ctx, env)
 	switch {
@@ -170,19 +171,13 @@ func cliVersion(line string) string {
 	return line
 }
 
-// githubTokenVars are the environment variables a GitHub token is taken
-// from, first set first; then `gh auth token`.
-var githubTokenVars = []string{"SPAWN_GITHUB_TOKEN", "GITHUB_TOKEN", "GH_TOKEN"}
-
-// githubToken finds the GitHub token spawn would use: the first of
-// githubTokenVars that is set, else what `gh auth token` prints when gh is
-// installed and logged in. source names where it came from ("GH_TOKEN",
-// "gh auth token"); both are "" when there is none.
-func githubToken(ctx context.Context, env []string) (token, source string) {
-	for _, name := range githubTokenVars {
-		if v := strings.TrimSpace(proc.Getenv(env, name)); v != "" {
-			return v, name
-		}
+// githubToken finds the GitHub token spawn would use: given's (the first
+// of config.GitHubTokenVars that is set), else what `gh auth token` prints
+// when gh is installed in env's PATH and logged in. source names where it
+// came from ("GH_TOKEN", "gh auth token"); both are "" when there is none.
+func githubToken(ctx context.Context, env []string, given config.GitHubEnv) (token, source string) {
+	if given.Token != "" {
+		return given.Token, given.TokenSource
 	}
 	gh, err := proc.LookPath("gh", env)
 	if err != nil {
@@ -198,7 +193,8 @@ func githubToken(ctx context.Context, env []string) (token, source string) {
 }
 
 // checkGitHub is doctor's GitHub line: a token is found (never printed)
-// and GitHub accepts it, with the scopes it grants. It asks GET
+// and GitHub accepts it, with the scopes it grants (given is what the
+// environment says about GitHub; gh runs with env). It asks GET
 // /rate_limit of GITHUB_API_URL (https://api.github.com when unset): it
 // costs no request of the hour's limit, every kind of token may call it
 // (a workflow's GITHUB_TOKEN cannot read /user), and GitHub answers a
@@ -206,13 +202,13 @@ func githubToken(ctx context.Context, env []string) (token, source string) {
 // request needs the repo scope (public_repo for a public repository); a
 // fine-grained or app token has no scopes, and its repository
 // permissions are checked when a run starts.
-func checkGitHub(ctx context.Context, env []string) Check {
+func checkGitHub(ctx context.Context, env []string, given config.GitHubEnv) Check {
 	const name = "github"
-	token, source := githubToken(ctx, env)
+	token, source := githubToken(ctx, env, given)
 	if token == "" {
 		return Check{Name: name, Detail: "no token: set SPAWN_GITHUB_TOKEN, GITHUB_TOKEN or GH_TOKEN, or log in with `gh auth login`"}
 	}
-	api := strings.TrimRight(proc.Getenv(env, "GITHUB_API_URL"), "/")
+	api := strings.TrimRight(given.APIURL, "/")
 	if api == "" {
 		api = "https://api.github.com"
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/infinite-improbability-drive/spawn/internal/githubfake"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
 // githubEnv is an environment with no GitHub token and no gh on PATH
@@ -54,7 +55,8 @@ func TestDoctorGitHubCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := checkGitHub(context.Background(), githubEnv(t, bin, tt.env...))
+			env := githubEnv(t, bin, tt.env...)
+			c := checkGitHub(context.Background(), env, config.ReadEnvironment(env).GitHub)
 			assert.Equal(t, "github", c.Name)
 			assert.Equal(t, tt.ok, c.OK, c.Detail)
 			assert.True(t, strings.HasPrefix(c.Detail, tt.detail), "got %q", c.Detail)
@@ -72,7 +74,7 @@ func TestDoctorGitHubCheckAsksGh(t *testing.T) {
 	gh := "#!/bin/sh\n[ \"$1 $2\" = \"auth token\" ] && echo gho_from_gh_canary\n"
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "gh"), []byte(gh), 0o755))
 	env := githubEnv(t, bin+string(os.PathListSeparator)+"/bin:/usr/bin", "GITHUB_API_URL="+srv.URL()+"/")
-	c := checkGitHub(context.Background(), env)
+	c := checkGitHub(context.Background(), env, config.ReadEnvironment(env).GitHub)
 	assert.True(t, c.OK, c.Detail)
 	assert.Equal(t, "a token from gh auth token (not shown) with the scopes gist, read:org, repo", c.Detail)
 }

@@ -134,11 +134,12 @@ func (h *hub) say(text string) {
 // openHub is github mode's preflight: where the repository is on
 // GitHub, a token that can push there, a reachable API. Nothing is
 // created; a problem is a repo *Error (exit 2) saying what to do. The
-// waits for GitHub's rate limits are narrated once the run exists.
-func openHub(ctx context.Context, cfg config.Config, repoDir, base string, env []string) (*hub, error) {
+// waits for GitHub's rate limits are narrated once the run exists. env is
+// the environment git and gh run with; given is what it says about GitHub.
+func openHub(ctx context.Context, cfg config.Config, repoDir, base string, env []string, given config.GitHubEnv) (*hub, error) {
 	h := &hub{cfg: cfg.GitHub, threads: map[string]int64{}, files: map[string]string{}, raised: map[string]string{},
 		said: map[string]prompts.Attribution{}, entries: map[int64]*observability.GitHubThread{}}
-	loc, err := github.Locate(ctx, github.LocateOptions{Dir: repoDir, Remote: cfg.GitHub.Remote, Env: env})
+	loc, err := github.Locate(ctx, github.LocateOptions{Dir: repoDir, Remote: cfg.GitHub.Remote, Env: env, Given: github.Given(given)})
 	if err != nil {
 		return nil, githubPreflightError(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
@@ -32,6 +33,7 @@ type confinement struct {
 	root    string // the agents' private directories, one per agent, removed by finish
 	control string // spawn's files the agents read and never write (hook settings): root/control
 	userEnv []string
+	user    config.Environment // what userEnv says to spawn
 	sb      *sandbox.Sandbox
 	inbox   *runs.Inbox
 	exe     string // this binary: the hooks, the model bridge and the git helper run it
@@ -62,7 +64,7 @@ type confinement struct {
 // spent), the agents' private root and the guard. The caller closes it.
 func confine(ctx context.Context, opts Options, report isolation.Report, seats seats, sb *sandbox.Sandbox, dir runs.Paths, spent func(relay.Usage), allow func() error) (c *confinement, err error) {
 	id := dir.ID
-	c = &confinement{report: report, network: opts.Config.Sandbox.Network.Effective(report.Mode), userEnv: opts.Env, sb: sb, exe: sb.Exe,
+	c = &confinement{report: report, network: opts.Config.Sandbox.Network.Effective(report.Mode), userEnv: opts.Env, user: opts.environ, sb: sb, exe: sb.Exe,
 		inbox: dir.Inbox(), sessions: filepath.Join(dir.Dir, sessionsName), keys: map[string]string{}, limits: opts.Config.Sandbox.Limits()}
 	defer func() {
 		if err != nil {
@@ -81,14 +83,14 @@ func confine(ctx context.Context, opts Options, report isolation.Report, seats s
 			return ref == branch || strings.HasPrefix(ref, "refs/heads/spawn/")
 		}}
 	}
-	if c.root, err = os.MkdirTemp(proc.Getenv(opts.Env, "TMPDIR"), "spawn-agents-"+id+"-"); err != nil {
+	if c.root, err = os.MkdirTemp(opts.environ.TmpDir, "spawn-agents-"+id+"-"); err != nil {
 		return c, fmt.Errorf("create the agents' private directory: %w", err)
 	}
 	common, err := sb.Repo.CommonDir(ctx)
 	if err != nil {
 		return c, fmt.Errorf("find the repository's git directory: %w", err)
 	}
-	if c.cache, err = isolation.CacheDir(opts.Env, opts.Config.Sandbox.Cache, common); err != nil {
+	if c.cache, err = isolation.CacheDir(opts.environ.Dirs(), opts.Config.Sandbox.Cache, common); err != nil {
 		return c, err
 	}
 	c.control = filepath.Join(c.root, "control")
@@ -114,7 +116,7 @@ func (c *confinement) startRelay(seats seats, spent func(relay.Usage), allow fun
 			continue
 		}
 		seen[p.Route] = true
-		base := proc.Getenv(c.userEnv, p.BaseVar)
+		base := c.user.Providers.Get(p.BaseVar)
 		if base == "" {
 			base = p.Default
 		}
@@ -122,7 +124,7 @@ func (c *confinement) startRelay(seats seats, spent func(relay.Usage), allow fun
 		if err != nil || u.Host == "" {
 			return errorf(KindConfig, err, "%s=%q is not a URL; fix it, then run again", p.BaseVar, base)
 		}
-		routes = append(routes, relay.Route{Name: p.Route, Upstream: u, Credential: p.Credential(c.userEnv), Paths: p.Paths, Meter: runners.NewMeter})
+		routes = append(routes, relay.Route{Name: p.Route, Upstream: u, Credential: p.Credential(c.user.Providers), Paths: p.Paths, Meter: runners.NewMeter})
 	}
 	r, err := relay.Start(routes, relay.Options{Used: spent, Allow: allow})
 	if err != nil {
@@ -348,19 +350,19 @@ func (c *confinement) caches(dir string) []string {
 		}
 		env = append(env, cd.Var+"="+filepath.Join(root, cd.Dir))
 	}
-	if mod := goModCache(c.userEnv); mod != "" {
+	if mod := goModCache(c.user); mod != "" {
 		env = append(env, "GOMODCACHE="+mod)
 	}
 	return env
 }
 
 // goModCache is the user's Go module cache, "" when there is none.
-func goModCache(env []string) string {
-	mod := proc.Getenv(env, "GOMODCACHE")
+func goModCache(env config.Environment) string {
+	mod := env.GoModCache
 	if mod == "" {
-		gopath := proc.Getenv(env, "GOPATH")
+		gopath := env.GoPath
 		if gopath == "" {
-			gopath = filepath.Join(proc.Getenv(env, "HOME"), "go")
+			gopath = filepath.Join(env.Home, "go")
 		}
 		mod = filepath.Join(filepath.SplitList(gopath)[0], "pkg", "mod")
 	}
@@ -383,7 +385,7 @@ func (c *confinement) spec(env []string, bin string, writable, readOnly []string
 			rw = append(rw, w)
 		}
 	}
-	s := isolation.Spec{Bwrap: c.report.Bwrap, SandboxExec: c.report.SandboxExec, ReadOnly: ro, Writable: rw, Files: isolation.Masks(c.userEnv),
+	s := isolation.Spec{Bwrap: c.report.Bwrap, SandboxExec: c.report.SandboxExec, ReadOnly: ro, Writable: rw, Files: isolation.Masks(c.user.Home),
 		NoNetwork: c.network == isolation.NetworkModelOnly}
 	if s.NoNetwork {
 		s.RelayPort = c.relay.Port()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/team"
 	"github.com/infinite-improbability-drive/spawn/team/github"
 )
@@ -66,7 +67,7 @@ func FixPR(ctx context.Context, opts PROptions, sink Sink) (*observability.Recor
 	if err != nil {
 		return fail(err)
 	}
-	h, err := openHub(ctx, opts.Config, repo.Dir, "", opts.Env)
+	h, err := openHub(ctx, opts.Config, repo.Dir, "", opts.Env, config.ReadEnvironment(opts.Env).GitHub)
 	if err != nil {
 		return fail(err)
 	}

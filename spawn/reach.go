@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 )
 
@@ -17,12 +16,13 @@ import (
 const reachWait = 10 * time.Second
 
 // checkReach is doctor's line for one model API a run will use: the base
-// URL the relay would forward to (baseVar, else def) answers HTTP. It sends
+// URL the relay would forward to (set, the value of the variable baseVar,
+// else def) answers HTTP. It sends
 // one GET of the base URL without any credential, so no model is called and
 // nothing is spent; any HTTP answer (a 404 too) proves that DNS, the
 // connection, TLS and the proxy (HTTPS_PROXY) work.
-func checkReach(ctx context.Context, name, baseVar, def string, env []string) Check {
-	base := proc.Getenv(env, baseVar)
+func checkReach(ctx context.Context, name, baseVar, def, set string) Check {
+	base := set
 	if base == "" {
 		base = def
 	}

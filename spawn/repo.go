@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
-	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
@@ -27,6 +27,7 @@ type Repo struct {
 	Git      git.Repo
 	Registry *runs.Registry
 	env      []string
+	tmpDir   string // env's TMPDIR (config.ReadEnvironment)
 	// listed is the registry as Repair last listed it, when it repaired
 	// nothing: List's next answer, once.
 	listed []runs.Entry
@@ -80,6 +81,7 @@ func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
 		Git:      git.Repo{Dir: top, Env: env},
 		Registry: runs.Open(filepath.Join(top, sandbox.Dir)),
 		env:      env,
+		tmpDir:   config.ReadEnvironment(env).TmpDir,
 	}, nil
 }
 
@@ -257,7 +259,7 @@ func (r *Repo) recoverSessions(run *runs.Run, rec *observability.Record) error {
 			Iteration: max(coded, reviewed+1), ExitCode: -1, Session: transcriptSession(coder, stdout),
 			Stdout: filepath.Base(stdout), Stderr: filepath.Base(stderr)})
 	}
-	tmp := proc.Getenv(r.env, "TMPDIR")
+	tmp := r.tmpDir
 	if tmp == "" {
 		tmp = os.TempDir()
 	}

@@ -153,11 +153,12 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 	}
 	pre := checked{registry: repo.Registry, plan: sandbox.Plan{Repo: repo.Git, ID: dir.ID, Branch: rec.Branch, Base: rec.Base, Path: sb.Path}}
 	iso, isoErr := isolation.Resolve(ctx, cfg.Sandbox.Isolation, opts.Env)
-	if err := pre.checkAgents(cfg, opts.Env, iso, isoErr); err != nil {
+	environ := config.ReadEnvironment(opts.Env)
+	if err := pre.checkAgents(cfg, opts.Env, environ, iso, isoErr); err != nil {
 		return nil, team.Progress{}, err
 	}
 	runOpts := Options{Task: rec.Task, Config: cfg, RepoDir: repo.Dir, Base: rec.Base, Branch: rec.Branch,
-		Env: opts.Env, Hurry: opts.Hurry, Grace: opts.Grace, Now: opts.Now}
+		Env: opts.Env, Hurry: opts.Hurry, Grace: opts.Grace, Now: opts.Now, environ: environ}
 	r := &run{opts: runOpts, pre: pre, sb: sb, dir: dir, rec: rec, procs: transcripts(dir)}
 	conf, err := confine(ctx, runOpts, pre.isolation, pre.seats, sb, dir.Paths, r.spend.relay, r.spend.allow(cfg.Spawn.MaxCostUSD))
 	if err != nil {

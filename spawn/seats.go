@@ -68,10 +68,11 @@ func (s seats) record() []observability.Seat {
 }
 
 // findSeats finds the agent CLIs of the coder and, when reviewed, of the
-// reviewers: each named in the registry, installed, and, when keys, with a
-// credential for its model API in env. A reviewer of the coder's own model
-// family is refused unless cfg wants one. Nothing is created.
-func findSeats(reg runners.Registry, cfg config.Config, env []string, reviewed, keys bool) (seats, error) {
+// reviewers: each named in the registry, installed in env's PATH, and,
+// when keys, with a credential for its model API in vars (the providers'
+// variables). A reviewer of the coder's own model family is refused unless
+// cfg wants one. Nothing is created.
+func findSeats(reg runners.Registry, cfg config.Config, env []string, vars runners.Values, reviewed, keys bool) (seats, error) {
 	var s seats
 	var err error
 	if s.coder, err = findCLI(reg, cfg, cfg.Team.Coder, env); err != nil {
@@ -94,7 +95,7 @@ func findSeats(reg runners.Registry, cfg config.Config, env []string, reviewed, 
 	if !keys {
 		return s, nil
 	}
-	if err := checkCredentials(reg, s, env); err != nil {
+	if err := checkCredentials(reg, s, vars); err != nil {
 		return seats{}, err
 	}
 	return s, nil
@@ -125,10 +126,10 @@ func findCLI(reg runners.Registry, cfg config.Config, name string, env []string)
 // what could not work; a credential it finds may still be wrong (that is
 // found when the agent runs). The error names a reviewer of another family
 // whose credential is there, when there is one.
-func checkCredentials(reg runners.Registry, s seats, env []string) error {
+func checkCredentials(reg runners.Registry, s seats, vars runners.Values) error {
 	for i, seat := range s.all() {
 		p := seat.adapter.Provider()
-		if p.Credential(env) != nil {
+		if p.Credential(vars) != nil {
 			continue
 		}
 		role := "coder"
@@ -138,7 +139,7 @@ func checkCredentials(reg runners.Registry, s seats, env []string) error {
 		hint := ""
 		if role == "reviewer" {
 			for _, a := range reg.Adapters() {
-				if a.Family() != s.coder.adapter.Family() && a.Name() != seat.name() && a.Provider().Credential(env) != nil {
+				if a.Family() != s.coder.adapter.Family() && a.Name() != seat.name() && a.Provider().Credential(vars) != nil {
 					hint = fmt.Sprintf(", or choose a reviewer whose key you have (--reviewer %s)", a.Name())
 					break
 				}

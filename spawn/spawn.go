@@ -59,6 +59,9 @@ type Options struct {
 	// replay, when not nil, makes the run a replay of another: the relay
 	// answers from that run's cassette, and no credential is needed.
 	replay *replaying
+	// environ is what Env says to spawn itself, read once by run1
+	// (config.ReadEnvironment).
+	environ config.Environment
 }
 
 // Run runs opts.Task in the mode opts.Config names and returns its record,
@@ -98,6 +101,7 @@ func run1(ctx context.Context, opts Options, sink Sink, gh *hub, drive func(cont
 		sink = Discard
 	}
 	opts.Task = strings.TrimSpace(opts.Task)
+	opts.environ = config.ReadEnvironment(opts.Env)
 	started := opts.Now()
 	id := opts.ID
 	if id == "" {
@@ -182,11 +186,11 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 		return checked{}, err
 	}
 	c := checked{plan: plan, registry: runs.Open(plan.SpawnDir()), offline: opts.replay != nil}
-	if err := c.checkAgents(cfg, opts.Env, iso.report, iso.err); err != nil {
+	if err := c.checkAgents(cfg, opts.Env, opts.environ, iso.report, iso.err); err != nil {
 		return checked{}, err
 	}
 	if cfg.Team.Mode == observability.ModeGitHub {
-		if c.gh, err = openHub(ctx, cfg, plan.Repo.Dir, opts.Base, opts.Env); err != nil {
+		if c.gh, err = openHub(ctx, cfg, plan.Repo.Dir, opts.Base, opts.Env, opts.environ.GitHub); err != nil {
 			return checked{}, err
 		}
 	}
@@ -211,11 +215,12 @@ func (c checked) secretEnv() []string {
 }
 
 // checkAgents finds the agent CLIs of the seats the mode needs and their
-// credentials (findSeats), takes the isolation the agents get (iso, as
-// isolation.Resolve found it, with its error), and sets the policy.
-func (c *checked) checkAgents(cfg config.Config, env []string, iso isolation.Report, isoErr error) (err error) {
+// credentials (findSeats: the CLIs in env's PATH, the credentials in
+// environ), takes the isolation the agents get (iso, as isolation.Resolve
+// found it, with its error), and sets the policy.
+func (c *checked) checkAgents(cfg config.Config, env []string, environ config.Environment, iso isolation.Report, isoErr error) (err error) {
 	reviewed := cfg.Team.Mode.Reviewed() && (cfg.Team.Mode != observability.ModePR || cfg.GitHub.VerifyFixes)
-	if c.seats, err = findSeats(runners.NewRegistry(), cfg, env, reviewed, !c.offline); err != nil {
+	if c.seats, err = findSeats(runners.NewRegistry(), cfg, env, environ.Providers, reviewed, !c.offline); err != nil {
 		return err
 	}
 	if c.isolation = iso; isoErr != nil {

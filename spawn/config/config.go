@@ -421,7 +421,8 @@ type Source struct {
 	File string
 	// RepoDir is a directory inside the repository ("" is the current one).
 	RepoDir string
-	// Env is the environment: SPAWN_* variables, XDG_CONFIG_HOME, HOME.
+	// Env is the environment: SPAWN_* variables, XDG_CONFIG_HOME, HOME
+	// (ReadEnvironment).
 	Env []string
 	// Flags are the flag overrides, applied last.
 	Flags Overrides
@@ -463,7 +464,7 @@ func Load(ctx context.Context, src Source) (Loaded, error) {
 	if repo, err := git.Open(ctx, dir, src.Env); err == nil {
 		top = repo.Dir
 	}
-	user, repoFile, err := Files(src.File, top, src.Env)
+	user, repoFile, err := Files(src.File, top, ReadEnvironment(src.Env))
 	if err != nil {
 		return Loaded{}, err
 	}
@@ -519,16 +520,16 @@ func Load(ctx context.Context, src Source) (Loaded, error) {
 // $XDG_CONFIG_HOME/spawn/spawn-team.toml, ~/.config when unset) and the
 // repository's <repo>/spawn-team.toml. "" stands for one that does not
 // exist.
-func Files(explicit, repo string, env []string) (user, inRepo string, err error) {
+func Files(explicit, repo string, env Environment) (user, inRepo string, err error) {
 	if explicit != "" {
 		if _, err := os.Stat(explicit); err != nil {
 			return "", "", &Error{File: explicit, Msg: "cannot read the configuration file; check the --config path"}
 		}
 		user = explicit
 	} else {
-		xdg := proc.Getenv(env, "XDG_CONFIG_HOME")
-		if xdg == "" && proc.Getenv(env, "HOME") != "" {
-			xdg = filepath.Join(proc.Getenv(env, "HOME"), ".config")
+		xdg := env.ConfigHome
+		if xdg == "" && env.Home != "" {
+			xdg = filepath.Join(env.Home, ".config")
 		}
 		if xdg != "" {
 			if p := filepath.Join(xdg, "spawn", File); exists(p) {

@@ -158,7 +158,7 @@ func firstFile(l Loaded) string {
 func TestFilesAreTheUsersThenTheRepositorys(t *testing.T) {
 	repo := t.TempDir()
 	xdg := t.TempDir()
-	env := []string{"XDG_CONFIG_HOME=" + xdg}
+	env := ReadEnvironment([]string{"XDG_CONFIG_HOME=" + xdg})
 
 	user, inRepo, err := Files("", repo, env)
 	require.NoError(t, err)

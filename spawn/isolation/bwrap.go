@@ -266,10 +266,9 @@ func Toolchains(env []string) []string {
 // sandbox shows each that exists as an empty file.
 var HomeSecrets = []string{".cargo/credentials.toml", ".cargo/credentials", ".pyenv/.pypirc", "go/pkg/mod/cache/download/.netrc"}
 
-// Masks returns the Files that hide HomeSecrets under env's HOME (each
-// shown as /dev/null) for those that exist.
-func Masks(env []string) []Bind {
-	home := proc.Getenv(env, "HOME")
+// Masks returns the Files that hide HomeSecrets under the user's home
+// (each shown as /dev/null) for those that exist; none when home is "".
+func Masks(home string) []Bind {
 	if home == "" {
 		return nil
 	}

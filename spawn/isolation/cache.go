@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/infinite-improbability-drive/spawn/internal/proc"
 )
 
 // Cache is where the coder's toolchain caches live: the [sandbox] cache
@@ -43,20 +41,28 @@ var CacheDirs = []struct{ Dir, Var string }{
 	{"yarn", "YARN_CACHE_FOLDER"},
 }
 
+// Dirs are the user's directories the environment names, as the caller
+// read them once: "" for a variable that is not set.
+type Dirs struct {
+	Home       string // HOME
+	CacheHome  string // XDG_CACHE_HOME
+	SpawnCache string // SPAWN_CACHE_DIR
+}
+
 // CacheDir is the directory of the toolchain caches spawn keeps for the
-// repository whose git directory is repoGit, as mode says, under env's
-// SPAWN_CACHE_DIR, else $XDG_CACHE_HOME/spawn (~/.cache/spawn): never the
-// user's own caches, which a coder could poison. It is made, with its
-// CacheDirs, private to the user. "" for CacheNone.
-func CacheDir(env []string, mode Cache, repoGit string) (string, error) {
+// repository whose git directory is repoGit, as mode says, under
+// SPAWN_CACHE_DIR, else $XDG_CACHE_HOME/spawn (~/.cache/spawn) of dirs:
+// never the user's own caches, which a coder could poison. It is made,
+// with its CacheDirs, private to the user. "" for CacheNone.
+func CacheDir(dirs Dirs, mode Cache, repoGit string) (string, error) {
 	if mode == CacheNone {
 		return "", nil
 	}
-	root := proc.Getenv(env, "SPAWN_CACHE_DIR")
+	root := dirs.SpawnCache
 	if root == "" {
-		base := proc.Getenv(env, "XDG_CACHE_HOME")
+		base := dirs.CacheHome
 		if base == "" {
-			home := proc.Getenv(env, "HOME")
+			home := dirs.Home
 			if home == "" {
 				return "", fmt.Errorf("no HOME to keep the toolchain caches in; set SPAWN_CACHE_DIR")
 			}

@@ -76,7 +76,7 @@ func (f *fixture) location(t *testing.T, token, reviewer string) Location {
 	if reviewer != "" {
 		env = append(env, EnvReviewerToken+"="+reviewer)
 	}
-	loc, err := Locate(f.ctx, LocateOptions{Dir: f.local, Env: env})
+	loc, err := Locate(f.ctx, LocateOptions{Dir: f.local, Env: env, Given: given(env)})
 	require.NoError(t, err)
 	require.Equal(t, f.srv.GraphQLURL(), loc.GraphQLURL)
 	return loc

@@ -12,7 +12,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 )
 
-// Environment variables Locate reads.
+// Environment variables whose values Locate is given (Given).
 const (
 	EnvRepository    = "GITHUB_REPOSITORY"           // owner/repo, overriding the remote
 	EnvAPIURL        = "GITHUB_API_URL"              // REST base
@@ -20,9 +20,6 @@ const (
 	EnvToken         = "SPAWN_GITHUB_TOKEN"          // spawn's own token, first choice
 	EnvReviewerToken = "SPAWN_GITHUB_REVIEWER_TOKEN" // a second identity that submits reviews
 )
-
-// tokenVars are the variables a token is read from, in order.
-var tokenVars = []string{EnvToken, "GITHUB_TOKEN", "GH_TOKEN"}
 
 // DefaultAPIURL is github.com's REST base.
 const DefaultAPIURL = "https://api.github.com"
@@ -76,9 +73,27 @@ type LocateOptions struct {
 	Dir string
 	// Remote is the git remote to push to; "" means DefaultRemote.
 	Remote string
-	// Env is the environment to read (never the process's own) and to run
-	// git and gh with.
+	// Env is the environment to run git and gh with (never the process's
+	// own).
 	Env []string
+	// Given is what the environment says about GitHub, as the caller read
+	// it once.
+	Given Given
+}
+
+// Given is what the environment says about GitHub: the values of its
+// variables as read, "" for one not set.
+type Given struct {
+	Repository string // EnvRepository
+	APIURL     string // EnvAPIURL
+	GraphQLURL string // EnvGraphQLURL
+	// Token is the first of EnvToken, GITHUB_TOKEN and GH_TOKEN set to
+	// more than blanks, trimmed, and TokenSource its name; "" when none
+	// is (Locate then asks `gh auth token`).
+	Token       string
+	TokenSource string
+	// ReviewerToken is EnvReviewerToken's.
+	ReviewerToken string
 }
 
 // Locate finds the repository, the API endpoints and the tokens, without
@@ -87,9 +102,9 @@ type LocateOptions struct {
 // on github.com or an Enterprise host). The REST base is GITHUB_API_URL,
 // else https://api.github.com for github.com and https://HOST/api/v3 for
 // another host; GraphQL is GITHUB_GRAPHQL_URL, else GraphQLURLFor(REST
-// base). The token is the first of SPAWN_GITHUB_TOKEN, GITHUB_TOKEN and
-// GH_TOKEN that is set, else what `gh auth token` prints when gh is on the
-// PATH of opts.Env; a missing token is not an error here (Preflight
+// base). The token is opts.Given's (the first of SPAWN_GITHUB_TOKEN,
+// GITHUB_TOKEN and GH_TOKEN that is set), else what `gh auth token` prints
+// when gh is on the PATH of opts.Env; a missing token is not an error here (Preflight
 // reports it). A missing remote, or a remote that names no GitHub
 // repository when GITHUB_REPOSITORY is not set, is a *PreflightError.
 func Locate(ctx context.Context, opts LocateOptions) (Location, error) {
@@ -113,16 +128,16 @@ func Locate(ctx context.Context, opts LocateOptions) (Location, error) {
 	remote, parsed := ParseRemoteURL(strings.TrimSpace(raw))
 	loc.RemoteURL, loc.Host = remote.URL, remote.Host
 
-	loc.APIURL = strings.TrimRight(strings.TrimSpace(proc.Getenv(opts.Env, EnvAPIURL)), "/")
+	loc.APIURL = strings.TrimRight(strings.TrimSpace(opts.Given.APIURL), "/")
 	if loc.APIURL == "" {
 		loc.APIURL = apiURLForHost(remote.Host)
 	}
-	loc.GraphQLURL = strings.TrimSpace(proc.Getenv(opts.Env, EnvGraphQLURL))
+	loc.GraphQLURL = strings.TrimSpace(opts.Given.GraphQLURL)
 	if loc.GraphQLURL == "" {
 		loc.GraphQLURL = GraphQLURLFor(loc.APIURL)
 	}
 
-	if full := strings.TrimSpace(proc.Getenv(opts.Env, EnvRepository)); full != "" {
+	if full := strings.TrimSpace(opts.Given.Repository); full != "" {
 		owner, name, ok := splitFullName(full)
 		if !ok {
 			return Location{}, &PreflightError{Problem: ProblemNotGitHub,
@@ -136,11 +151,8 @@ func Locate(ctx context.Context, opts LocateOptions) (Location, error) {
 			Sentence: fmt.Sprintf("the remote %s (%s) is not a GitHub repository: point [github] remote at a GitHub remote, or set GITHUB_REPOSITORY=owner/repo (and GITHUB_API_URL for GitHub Enterprise)", loc.Remote, loc.RemoteURL)}
 	}
 
-	for _, name := range tokenVars {
-		if v := strings.TrimSpace(proc.Getenv(opts.Env, name)); v != "" {
-			loc.Token, loc.TokenSource = Token(v), name
-			break
-		}
+	if v := strings.TrimSpace(opts.Given.Token); v != "" {
+		loc.Token, loc.TokenSource = Token(v), opts.Given.TokenSource
 	}
 	if loc.Token == "" {
 		tok, err := ghAuthToken(ctx, opts.Env, webHost(loc.APIURL))
@@ -151,7 +163,7 @@ func Locate(ctx context.Context, opts LocateOptions) (Location, error) {
 			loc.Token, loc.TokenSource = tok, "gh auth token"
 		}
 	}
-	loc.ReviewerToken = Token(strings.TrimSpace(proc.Getenv(opts.Env, EnvReviewerToken)))
+	loc.ReviewerToken = Token(strings.TrimSpace(opts.Given.ReviewerToken))
 	return loc, nil
 }
 

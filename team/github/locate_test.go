@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
 func TestParseRemoteURL(t *testing.T) {
@@ -99,6 +100,10 @@ func locateRepo(t *testing.T, remote string) string {
 	return dir
 }
 
+// given is what spawn reads of env about GitHub (config.ReadEnvironment),
+// as Locate is given it.
+func given(env []string) Given { return Given(config.ReadEnvironment(env).GitHub) }
+
 func TestLocate(t *testing.T) {
 	ctx := context.Background()
 	base := func(extra ...string) []string { return testenv.Env(t, extra...) }
@@ -129,7 +134,7 @@ func TestLocate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := locateRepo(t, tt.remote)
-			loc, err := Locate(ctx, LocateOptions{Dir: dir, Env: tt.env})
+			loc, err := Locate(ctx, LocateOptions{Dir: dir, Env: tt.env, Given: given(tt.env)})
 			if tt.problem != "" {
 				var pe *PreflightError
 				require.ErrorAs(t, err, &pe)
@@ -154,14 +159,14 @@ func TestLocateAsksGhForAToken(t *testing.T) {
 	env := testenv.Env(t)
 	env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	dir := locateRepo(t, "git@github.com:acme/app.git")
-	loc, err := Locate(context.Background(), LocateOptions{Dir: dir, Env: env})
+	loc, err := Locate(context.Background(), LocateOptions{Dir: dir, Env: env, Given: given(env)})
 	require.NoError(t, err)
 	assert.Equal(t, Token("gho_fromgh"), loc.Token)
 	assert.Equal(t, "gh auth token", loc.TokenSource)
 
 	// gh without a login leaves the token empty.
 	require.NoError(t, os.WriteFile(filepath.Join(bin, "gh"), []byte("#!/bin/sh\nexit 1\n"), 0o755))
-	loc, err = Locate(context.Background(), LocateOptions{Dir: dir, Env: env})
+	loc, err = Locate(context.Background(), LocateOptions{Dir: dir, Env: env, Given: given(env)})
 	require.NoError(t, err)
 	assert.Empty(t, loc.Token)
 }
@@ -170,7 +175,7 @@ func TestLocateUsesTheNamedRemote(t *testing.T) {
 	dir := locateRepo(t, "https://github.com/acme/app.git")
 	testenv.Git(t, dir, "remote", "add", "upstream", "https://github.com/other/app.git")
 	testenv.Git(t, dir, "remote", "set-url", "--push", "upstream", "git@github.com:mine/app.git")
-	loc, err := Locate(context.Background(), LocateOptions{Dir: dir, Remote: "upstream", Env: testenv.Env(t)})
+	loc, err := Locate(context.Background(), LocateOptions{Dir: dir, Remote: "upstream", Env: testenv.Env(t), Given: given(testenv.Env(t))})
 	require.NoError(t, err)
 	assert.Equal(t, "mine/app", loc.FullName(), "the push URL counts")
 	assert.Equal(t, "upstream", loc.Remote)
