@@ -36,18 +36,31 @@ func IsSecretName(name string) bool {
 	return false
 }
 
-// NewRedactor returns a Redactor for the secret values of env (KEY=VALUE
-// pairs) whose name IsSecretName and whose value is at least 8 bytes long.
-// Each value is also matched in the forms a JSON encoder gives it inside a
-// string, so a secret holding quotes, backslashes, control characters or
-// <, > and & is caught inside a JSON document too: Go's (which escapes <, >
-// and & as \u003c...) and the agent CLIs' JavaScript one (which escapes
-// neither those nor U+2028 and U+2029).
-func NewRedactor(env []string) *Redactor {
-	var secrets []string
+// SecretValues are the values of env's (KEY=VALUE pairs) variables whose
+// name IsSecretName, every setting of each, in env's order.
+func SecretValues(env []string) []string {
+	var out []string
 	for _, kv := range env {
-		name, value, ok := strings.Cut(kv, "=")
-		if !ok || len(value) < minSecretLen || !IsSecretName(name) {
+		if name, value, ok := strings.Cut(kv, "="); ok && IsSecretName(name) {
+			out = append(out, value)
+		}
+	}
+	return out
+}
+
+// NewRedactor is RedactorOf the SecretValues of env.
+func NewRedactor(env []string) *Redactor { return RedactorOf(SecretValues(env)...) }
+
+// RedactorOf returns a Redactor for the values among values that are at
+// least 8 bytes long. Each value is also matched in the forms a JSON
+// encoder gives it inside a string, so a secret holding quotes,
+// backslashes, control characters or <, > and & is caught inside a JSON
+// document too: Go's (which escapes <, > and & as \u003c...) and the agent
+// CLIs' JavaScript one (which escapes neither those nor U+2028 and U+2029).
+func RedactorOf(values ...string) *Redactor {
+	var secrets []string
+	for _, value := range values {
+		if len(value) < minSecretLen {
 			continue
 		}
 		secrets = append(secrets, value)

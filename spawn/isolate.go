@@ -183,7 +183,7 @@ func (c *confinement) serveBridge() error {
 func (c *confinement) close() error {
 	var errs []error
 	if c.root != "" && c.sessions != "" && len(c.coderSessions) > 0 {
-		errs = append(errs, keepSessions(filepath.Join(c.root, "coder"), c.coderSessions, c.sessions, observability.NewRedactor(c.userEnv)))
+		errs = append(errs, keepSessions(filepath.Join(c.root, "coder"), c.coderSessions, c.sessions, observability.RedactorOf(c.user.Secrets...)))
 	}
 	if c.relay != nil {
 		errs = append(errs, c.relay.Close())

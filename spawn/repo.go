@@ -27,7 +27,8 @@ type Repo struct {
 	Git      git.Repo
 	Registry *runs.Registry
 	env      []string
-	tmpDir   string // env's TMPDIR (config.ReadEnvironment)
+	tmpDir   string   // env's TMPDIR (config.ReadEnvironment)
+	secrets  []string // env's secrets (config.ReadEnvironment)
 	// listed is the registry as Repair last listed it, when it repaired
 	// nothing: List's next answer, once.
 	listed []runs.Entry
@@ -76,12 +77,14 @@ func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
 	if filepath.Base(common) == ".git" {
 		top = filepath.Dir(common)
 	}
+	environ := config.ReadEnvironment(env)
 	return &Repo{
 		Dir:      top,
 		Git:      git.Repo{Dir: top, Env: env},
 		Registry: runs.Open(filepath.Join(top, sandbox.Dir)),
 		env:      env,
-		tmpDir:   config.ReadEnvironment(env).TmpDir,
+		tmpDir:   environ.TmpDir,
+		secrets:  environ.Secrets,
 	}, nil
 }
 
@@ -172,7 +175,7 @@ func (r *Repo) repair(ctx context.Context, id string, now func() time.Time) (_ *
 func (r *Repo) finishAbandoned(ctx context.Context, run *runs.Run, rec *observability.Record, holder *runs.Holder, now func() time.Time) (*Repaired, error) {
 	id := run.ID
 	rp := &Repaired{ID: id, Branch: rec.Branch, Holder: holder}
-	red := observability.NewRedactor(r.env)
+	red := observability.RedactorOf(r.secrets...)
 	what := "the spawn process running it died"
 	if holder != nil {
 		what = fmt.Sprintf("the spawn process running it (pid %d) died", holder.PID)
@@ -269,7 +272,7 @@ func (r *Repo) recoverSessions(run *runs.Run, rec *observability.Record) error {
 	}
 	var errs []error
 	for _, dir := range leaked {
-		errs = append(errs, keepSessions(filepath.Join(dir, "coder"), coder.Sessions(), filepath.Join(run.Dir, sessionsName), observability.NewRedactor(r.env)), os.RemoveAll(dir))
+		errs = append(errs, keepSessions(filepath.Join(dir, "coder"), coder.Sessions(), filepath.Join(run.Dir, sessionsName), observability.RedactorOf(r.secrets...)), os.RemoveAll(dir))
 	}
 	return errors.Join(errs...)
 }

@@ -164,7 +164,7 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 	if err != nil {
 		return nil, team.Progress{}, errorf(KindInternal, err, "cannot confine the agents: %v", err)
 	}
-	red := observability.NewRedactor(opts.Env)
+	red := observability.RedactorOf(environ.Secrets...)
 	r.red, r.conf, r.cleanups = red, conf, []func() error{conf.close, r.fillTrees}
 	r.record = &recorder{rec: rec, path: dir.RecordPath(), red: red}
 	if r.log, err = openEventLog(dir.EventsPath(), red); err != nil {

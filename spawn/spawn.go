@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -179,7 +180,7 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 		probe <- resolved{r, err}
 	}()
 	// The branch is named after the task, with no secret in it.
-	named := observability.NewRedactor(opts.Env).String(opts.Task)
+	named := observability.RedactorOf(opts.environ.Secrets...).String(opts.Task)
 	plan, err := sandbox.Prepare(ctx, sandbox.Request{RepoDir: opts.RepoDir, Base: opts.Base, Branch: opts.Branch, ID: id, Task: named, Env: opts.Env})
 	iso := <-probe
 	if err != nil {
@@ -201,17 +202,13 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 	return c, nil
 }
 
-// secretEnv names the secrets the environment does not show, for the
-// run's redactor: a GitHub token from `gh auth token`.
-func (c checked) secretEnv() []string {
+// secrets are the secrets the environment does not show, for the run's
+// redactor: a GitHub token from `gh auth token`.
+func (c checked) secrets() []string {
 	if c.gh == nil {
 		return nil
 	}
-	var out []string
-	for i, s := range c.gh.loc.Secrets() {
-		out = append(out, fmt.Sprintf("SPAWN_GITHUB_SECRET_%d=%s", i, s))
-	}
-	return out
+	return c.gh.loc.Secrets()
 }
 
 // checkAgents finds the agent CLIs of the seats the mode needs and their
@@ -296,7 +293,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	}
 	prevUndo := undo
 	undo = func(cause error) error { return prevUndo(errors.Join(cause, conf.close())) }
-	red := observability.NewRedactor(append(opts.Env, pre.secretEnv()...))
+	red := observability.RedactorOf(slices.Concat(opts.environ.Secrets, pre.secrets())...)
 	rec := observability.New(id, opts.Task, opts.Config.Team.Mode, started)
 	rec.Repo, rec.Base, rec.Branch, rec.SandboxPath = pre.plan.Repo.Dir, sb.Base, sb.Branch, sb.Path
 	rec.Isolation = conf.record()

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 )
@@ -28,6 +29,10 @@ type Environment struct {
 	// registry names (runners.Provider BaseVar and CredentialVars), the
 	// set ones only.
 	Providers runners.Values
+	// Secrets are the values of the variables whose names say they hold a
+	// secret (observability.SecretValues), for the redactor of everything
+	// spawn writes.
+	Secrets []string
 }
 
 // GitHubEnv is what the environment says about GitHub, as read (untrimmed,
@@ -60,7 +65,7 @@ func ReadEnvironment(env []string) Environment {
 		GoModCache: get("GOMODCACHE"), GoPath: get("GOPATH"),
 		GitHub: GitHubEnv{Repository: get("GITHUB_REPOSITORY"), APIURL: get("GITHUB_API_URL"), GraphQLURL: get("GITHUB_GRAPHQL_URL"),
 			ReviewerToken: get("SPAWN_GITHUB_REVIEWER_TOKEN")},
-		Providers: runners.Values{},
+		Providers: runners.Values{}, Secrets: observability.SecretValues(env),
 	}
 	for _, name := range GitHubTokenVars {
 		if v := strings.TrimSpace(get(name)); v != "" {

@@ -10,7 +10,8 @@ import (
 
 // What the environment says is read once, as a child would see it (the
 // last setting of a name wins): the user's folders, GitHub's place and
-// token, and each provider's variables, the set ones only.
+// token, each provider's variables, the set ones only, and the value of
+// every variable named as a secret, for the redactor.
 func TestReadEnvironmentReadsWhatSpawnInterprets(t *testing.T) {
 	e := ReadEnvironment([]string{
 		"HOME=/old", "HOME=/home/u", "TMPDIR=/var/tmp", "XDG_CONFIG_HOME=/cfg", "XDG_CACHE_HOME=/cache",
@@ -25,6 +26,7 @@ func TestReadEnvironmentReadsWhatSpawnInterprets(t *testing.T) {
 		GitHub: GitHubEnv{Repository: "acme/app", APIURL: "https://ghe.corp/api/v3/ ", GraphQLURL: "https://ghe.corp/api/graphql",
 			Token: "ghs_second", TokenSource: "GITHUB_TOKEN", ReviewerToken: "ghs_reviewer"},
 		Providers: runners.Values{"ANTHROPIC_BASE_URL": "http://gateway.corp", "ANTHROPIC_API_KEY": "", "GEMINI_API_KEY": "gem-key", "HOME": "/home/u"},
+		Secrets:   []string{"  ", " ghs_second ", "ghs_third", "ghs_reviewer", "", "gem-key"},
 	}, e, "a blank SPAWN_GITHUB_TOKEN gives way to GITHUB_TOKEN; UNRELATED is no provider's")
 
 	none := ReadEnvironment(nil)
