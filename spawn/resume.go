@@ -151,10 +151,10 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 	if err := cfg.Validate(); err != nil {
 		return nil, team.Progress{}, err
 	}
-	pre := checked{registry: repo.Registry, plan: sandbox.Plan{Repo: repo.Git, ID: dir.ID, Branch: rec.Branch, Base: rec.Base, Path: sb.Path}}
-	iso, isoErr := isolation.Resolve(ctx, cfg.Sandbox.Isolation, opts.Env)
 	environ := config.ReadEnvironment(opts.Env)
-	if err := pre.checkAgents(cfg, opts.Env, environ, iso, isoErr); err != nil {
+	pre := checked{registry: repo.Registry, plan: sandbox.Plan{Repo: repo.Git, ID: dir.ID, Branch: rec.Branch, Base: rec.Base, Path: sb.Path}, environ: environ}
+	iso, isoErr := isolation.Resolve(ctx, cfg.Sandbox.Isolation, opts.Env)
+	if err := pre.checkAgents(cfg, opts.Env, iso, isoErr); err != nil {
 		return nil, team.Progress{}, err
 	}
 	runOpts := Options{Task: rec.Task, Config: cfg, RepoDir: repo.Dir, Base: rec.Base, Branch: rec.Branch,

@@ -60,8 +60,8 @@ type Options struct {
 	// replay, when not nil, makes the run a replay of another: the relay
 	// answers from that run's cassette, and no credential is needed.
 	replay *replaying
-	// environ is what Env says to spawn itself, read once by run1
-	// (config.ReadEnvironment).
+	// environ is what Env says to spawn itself, as the preflight read it
+	// once (checked.environ); begin sets it.
 	environ config.Environment
 }
 
@@ -102,7 +102,6 @@ func run1(ctx context.Context, opts Options, sink Sink, gh *hub, drive func(cont
 		sink = Discard
 	}
 	opts.Task = strings.TrimSpace(opts.Task)
-	opts.environ = config.ReadEnvironment(opts.Env)
 	started := opts.Now()
 	id := opts.ID
 	if id == "" {
@@ -155,6 +154,9 @@ type checked struct {
 	// offline is a replay's: the relay answers from a cassette, so the
 	// seats need no credential.
 	offline bool
+	// environ is what the run's environment says to spawn
+	// (config.ReadEnvironment), read once here.
+	environ config.Environment
 }
 
 // preflight checks the task, the mode, the repository, base and branch, the
@@ -168,6 +170,7 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 	if err := cfg.Validate(); err != nil {
 		return checked{}, err
 	}
+	environ := config.ReadEnvironment(opts.Env)
 	// Which sandbox the agents get (a bubblewrap process, when it is
 	// there to try) is learnt while git reads the repository.
 	type resolved struct {
@@ -180,18 +183,18 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 		probe <- resolved{r, err}
 	}()
 	// The branch is named after the task, with no secret in it.
-	named := observability.RedactorOf(opts.environ.Secrets...).String(opts.Task)
+	named := observability.RedactorOf(environ.Secrets...).String(opts.Task)
 	plan, err := sandbox.Prepare(ctx, sandbox.Request{RepoDir: opts.RepoDir, Base: opts.Base, Branch: opts.Branch, ID: id, Task: named, Env: opts.Env})
 	iso := <-probe
 	if err != nil {
 		return checked{}, err
 	}
-	c := checked{plan: plan, registry: runs.Open(plan.SpawnDir()), offline: opts.replay != nil}
-	if err := c.checkAgents(cfg, opts.Env, opts.environ, iso.report, iso.err); err != nil {
+	c := checked{plan: plan, registry: runs.Open(plan.SpawnDir()), offline: opts.replay != nil, environ: environ}
+	if err := c.checkAgents(cfg, opts.Env, iso.report, iso.err); err != nil {
 		return checked{}, err
 	}
 	if cfg.Team.Mode == observability.ModeGitHub {
-		if c.gh, err = openHub(ctx, cfg, plan.Repo.Dir, opts.Base, opts.Env, opts.environ.GitHub); err != nil {
+		if c.gh, err = openHub(ctx, cfg, plan.Repo.Dir, opts.Base, opts.Env, environ.GitHub); err != nil {
 			return checked{}, err
 		}
 	}
@@ -213,11 +216,11 @@ func (c checked) secrets() []string {
 
 // checkAgents finds the agent CLIs of the seats the mode needs and their
 // credentials (findSeats: the CLIs in env's PATH, the credentials in
-// environ), takes the isolation the agents get (iso, as isolation.Resolve
-// found it, with its error), and sets the policy.
-func (c *checked) checkAgents(cfg config.Config, env []string, environ config.Environment, iso isolation.Report, isoErr error) (err error) {
+// c.environ), takes the isolation the agents get (iso, as
+// isolation.Resolve found it, with its error), and sets the policy.
+func (c *checked) checkAgents(cfg config.Config, env []string, iso isolation.Report, isoErr error) (err error) {
 	reviewed := cfg.Team.Mode.Reviewed() && (cfg.Team.Mode != observability.ModePR || cfg.GitHub.VerifyFixes)
-	if c.seats, err = findSeats(runners.NewRegistry(), cfg, env, environ.Providers, reviewed, !c.offline); err != nil {
+	if c.seats, err = findSeats(runners.NewRegistry(), cfg, env, c.environ.Providers, reviewed, !c.offline); err != nil {
 		return err
 	}
 	if c.isolation = iso; isoErr != nil {
@@ -266,6 +269,7 @@ type run struct {
 // the first record. Sandbox creation is serialised per repository. When
 // it fails, what it created is removed.
 func begin(ctx context.Context, opts Options, pre checked, id string, started time.Time, sink Sink) (r *run, err error) {
+	opts.environ = pre.environ
 	unlock, err := pre.registry.LockRepo(ctx)
 	if err != nil {
 		return nil, errorf(KindInternal, err, "cannot lock %s for a new run: %v", pre.plan.SpawnDir(), err)
