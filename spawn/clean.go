@@ -440,7 +440,7 @@ func (j *cleanJail) of(ctx context.Context, env []string, sb *sandbox.Sandbox) s
 	if !j.probed {
 		j.report, j.probed = isolation.Probe(ctx, env), true
 	}
-	return gitJail(j.report, env, sb)
+	return isolation.GitJail(j.report, env, sb)
 }
 
 // finishClean sets c's outcome; an error releasing (or removing) the run

@@ -78,7 +78,7 @@ func newTestRun(t *testing.T, repo *Repo, id, base string, finished time.Time) *
 func (r *testRun) commit(t *testing.T, name string) string {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(r.Worktree, name), []byte(name+"\n"), 0o644))
-	saved, err := r.sb.Save(context.Background(), gitJail(isolation.Report{Mode: isolation.ModeNone}, r.env, r.sb), "add "+name)
+	saved, err := r.sb.Save(context.Background(), isolation.GitJail(isolation.Report{Mode: isolation.ModeNone}, r.env, r.sb), "add "+name)
 	require.NoError(t, err)
 	require.NotEmpty(t, saved.Committed)
 	return saved.Committed

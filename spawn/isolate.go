@@ -418,37 +418,7 @@ func installDir(bin string) string {
 // user's objects read-only), no network and no credential under
 // bubblewrap; without it, with an environment that holds no credential.
 func (c *confinement) helperJail() sandbox.Jail {
-	return gitJail(c.report, c.userEnv, c.sb)
-}
-
-// gitJail is the sandbox.Jail of a sandbox's git helper, given the
-// isolation the run has and spawn's environment.
-func gitJail(report isolation.Report, userEnv []string, sb *sandbox.Sandbox) sandbox.Jail {
-	env := isolation.AgentEnv(userEnv, "HOME=/nonexistent", "TMPDIR=/tmp")
-	if !report.Mode.Confines() {
-		return envJail{env}
-	}
-	spec := isolation.Spec{Bwrap: report.Bwrap, SandboxExec: report.SandboxExec, ReadOnly: append([]string{sb.Exe}, sb.Objects...), Writable: []string{sb.Path}, NoNetwork: true}
-	return specJail{spec: spec, env: env}
-}
-
-// envJail runs a command with env, unconfined.
-type envJail struct{ env []string }
-
-func (j envJail) Confine(c proc.Cmd) proc.Cmd {
-	c.Env = j.env
-	return c
-}
-
-// specJail runs a command with env under bubblewrap.
-type specJail struct {
-	spec isolation.Spec
-	env  []string
-}
-
-func (j specJail) Confine(c proc.Cmd) proc.Cmd {
-	c.Env = j.env
-	return j.spec.Confine(c)
+	return isolation.GitJail(c.report, c.userEnv, c.sb)
 }
 
 // caged is agent in a new cage of the run's limits, watching the
