@@ -63,7 +63,7 @@ type confinement struct {
 func confine(ctx context.Context, opts Options, report isolation.Report, seats seats, sb *sandbox.Sandbox, dir runs.Paths, spent func(relay.Usage), allow func() error) (c *confinement, err error) {
 	id := dir.ID
 	c = &confinement{report: report, network: opts.Config.Sandbox.Network.Effective(report.Mode), userEnv: opts.Env, sb: sb, exe: sb.Exe,
-		inbox: dir.Inbox(), sessions: filepath.Join(dir.Dir, sessionsName), keys: map[string]string{}, limits: opts.Config.Sandbox.Limits()}
+		inbox: dir.Inbox(), sessions: dir.SessionsDir(), keys: map[string]string{}, limits: opts.Config.Sandbox.Limits()}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.close())
@@ -181,7 +181,7 @@ func (c *confinement) serveBridge() error {
 func (c *confinement) close() error {
 	var errs []error
 	if c.root != "" && c.sessions != "" && len(c.coderSessions) > 0 {
-		errs = append(errs, keepSessions(filepath.Join(c.root, "coder"), c.coderSessions, c.sessions, observability.NewRedactor(c.userEnv)))
+		errs = append(errs, runs.KeepSessions(filepath.Join(c.root, "coder"), c.coderSessions, c.sessions, observability.NewRedactor(c.userEnv)))
 	}
 	if c.relay != nil {
 		errs = append(errs, c.relay.Close())
@@ -333,7 +333,7 @@ func (c *confinement) restoreSessions(dir string, sessions []string) error {
 		return nil
 	}
 	c.restored = true
-	return restoreSessions(c.sessions, dir)
+	return runs.RestoreSessions(c.sessions, dir)
 }
 
 // caches are the coder's toolchain cache variables: the caches spawn

@@ -10,6 +10,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/team"
 	"github.com/infinite-improbability-drive/spawn/team/github"
 )
@@ -62,7 +63,7 @@ func FixPR(ctx context.Context, opts PROptions, sink Sink) (*observability.Recor
 	fail := func(err error) (*observability.Record, error) {
 		return rejected(opts.Options, started, err), err
 	}
-	repo, err := OpenRepo(ctx, opts.RepoDir, opts.Env)
+	repo, err := runs.OpenRepo(ctx, opts.RepoDir, opts.Env)
 	if err != nil {
 		return fail(err)
 	}

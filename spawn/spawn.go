@@ -241,7 +241,7 @@ type run struct {
 	dir    *runs.Run
 	rec    *observability.Record
 	record *recorder
-	log    *eventLog
+	log    *runs.EventLog
 	events *stream
 	red    *observability.Redactor
 	conf   *confinement // the agents' isolation, relay and guard
@@ -301,7 +301,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	if err := r.record.save(); err != nil {
 		return nil, undo(errors.Join(errorf(KindInternal, err, "%v", err), dir.Remove()))
 	}
-	if r.log, err = openEventLog(dir.EventsPath(), red); err != nil {
+	if r.log, err = runs.OpenEventLog(dir.EventsPath(), red); err != nil {
 		return nil, undo(errors.Join(errorf(KindInternal, err, "cannot write the event log: %v", err), dir.Remove()))
 	}
 	if sink == nil {
@@ -519,4 +519,12 @@ func shortSHA(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// plural is "1 commit", "2 commits".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
