@@ -9,6 +9,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
+	"github.com/infinite-improbability-drive/spawn/team/forge"
 )
 
 // Kind classifies why a run failed; it decides the exit code and is the
@@ -59,10 +60,15 @@ func errorf(kind Kind, cause error, format string, args ...any) *Error {
 }
 
 // KindOf returns the kind of err: the first *Error's kind in err's tree,
-// config for a *config.Error, repo for a *sandbox.InputError, interrupted for
-// a cancelled context, internal otherwise.
+// github for a *forge.Error (a GitHub failure the forge met; forgeError
+// makes one an *Error where the forge returns it, so this is for the
+// errors it joins), usage for a *forge.RefusedError, config for a
+// *config.Error, repo for a *sandbox.InputError, interrupted for a
+// cancelled context, internal otherwise.
 func KindOf(err error) Kind {
 	var se *Error
+	var fe *forge.Error
+	var re *forge.RefusedError
 	var ce *config.Error
 	var ie *sandbox.InputError
 	switch {
@@ -70,6 +76,10 @@ func KindOf(err error) Kind {
 		return ""
 	case errors.As(err, &se):
 		return se.Kind
+	case errors.As(err, &fe):
+		return KindGitHub
+	case errors.As(err, &re):
+		return KindUsage
 	case errors.As(err, &ce):
 		return KindConfig
 	case errors.As(err, &ie):
