@@ -8,6 +8,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
+	"github.com/infinite-improbability-drive/spawn/team/forge"
 )
 
 // Kind classifies why a run failed (fault.Kind, where the vocabulary is
@@ -48,10 +49,15 @@ func errorf(kind Kind, cause error, format string, args ...any) *Error {
 }
 
 // KindOf returns the kind of err: the first *Error's kind in err's tree,
-// config for a *config.Error, repo for a *sandbox.InputError, interrupted for
-// a cancelled context, internal otherwise.
+// github for a *forge.Error (a GitHub failure the forge met; forgeError
+// makes one an *Error where the forge returns it, so this is for the
+// errors it joins), usage for a *forge.RefusedError, config for a
+// *config.Error, repo for a *sandbox.InputError, interrupted for a
+// cancelled context, internal otherwise.
 func KindOf(err error) Kind {
 	var se *Error
+	var fe *forge.Error
+	var re *forge.RefusedError
 	var ce *config.Error
 	var ie *sandbox.InputError
 	switch {
@@ -59,6 +65,10 @@ func KindOf(err error) Kind {
 		return ""
 	case errors.As(err, &se):
 		return se.Kind
+	case errors.As(err, &fe):
+		return KindGitHub
+	case errors.As(err, &re):
+		return KindUsage
 	case errors.As(err, &ce):
 		return KindConfig
 	case errors.As(err, &ie):
