@@ -13,6 +13,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
 // Check is one finding of Doctor: what was checked, whether it is ready,
@@ -38,7 +39,7 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 		checks = append(checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
 	}
 	environ := config.ReadEnvironment(env)
-	if repo, err := OpenRepo(ctx, repoDir, env); err != nil {
+	if repo, err := runs.OpenRepo(ctx, repoDir, env); err != nil {
 		add("repository", false, "%v", err)
 	} else {
 		add("repository", true, "%s", repo.Dir)

@@ -3,66 +3,61 @@ package spawn
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
+	"github.com/infinite-improbability-drive/spawn/team/forge"
 )
 
-// Kind classifies why a run failed; it decides the exit code and is the
-// record's error.kind.
-type Kind string
+// Kind classifies why a run failed (fault.Kind, where the vocabulary is
+// defined): it decides the exit code and is the record's error.kind.
+type Kind = fault.Kind
 
-// Kinds of failure.
+// Kinds of failure (fault's).
 const (
-	KindUsage            Kind = "usage"               // bad flags or task
-	KindConfig           Kind = "config"              // bad configuration
-	KindRepo             Kind = "repo"                // not a repository, unknown base, branch exists
-	KindNotImplemented   Kind = "not_implemented"     // a mode that is not built yet
-	KindSandboxGone      Kind = "sandbox_gone"        // the worktree was deleted under the run (exit 1)
-	KindMissingCLI       Kind = "missing_cli"         // an agent CLI is not installed
-	KindAgentCrashed     Kind = "agent_crashed"       // exited without a result event
-	KindAgentFailed      Kind = "agent_failed"        // a result that says it failed
-	KindModelAPI         Kind = "model_api"           // the model API answered with an error
-	KindAuth             Kind = "auth"                // the model API refused the credentials (401/403)
-	KindRateLimited      Kind = "rate_limited"        // 429 after the CLI's bounded retries
-	KindUsageLimit       Kind = "usage_limit"         // the account's usage limit or quota is spent until a reset
-	KindModelUnavailable Kind = "model_unavailable"   // 5xx after the CLI's bounded retries
-	KindUnreachable      Kind = "unreachable"         // the model API could not be reached: DNS, refused, TLS, proxy
-	KindBudget           Kind = "budget"              // max_turns or max_cost_usd reached
-	KindTimeout          Kind = "timeout"             // idle or total timeout
-	KindInterrupted      Kind = "interrupted"         // SIGINT or SIGTERM to spawn
-	KindGitHub           Kind = "github"              // the GitHub API failed
-	KindNoSandbox        Kind = "sandbox_unavailable" // isolation = "bwrap" without a working bubblewrap
-	KindSandboxTamper    Kind = "sandbox_tamper"      // an agent changed the user's refs, HEAD, config, hooks or tree
-	KindInternal         Kind = "internal"            // anything else
+	KindUsage            = fault.KindUsage
+	KindConfig           = fault.KindConfig
+	KindRepo             = fault.KindRepo
+	KindNotImplemented   = fault.KindNotImplemented
+	KindSandboxGone      = fault.KindSandboxGone
+	KindMissingCLI       = fault.KindMissingCLI
+	KindAgentCrashed     = fault.KindAgentCrashed
+	KindAgentFailed      = fault.KindAgentFailed
+	KindModelAPI         = fault.KindModelAPI
+	KindAuth             = fault.KindAuth
+	KindRateLimited      = fault.KindRateLimited
+	KindUsageLimit       = fault.KindUsageLimit
+	KindModelUnavailable = fault.KindModelUnavailable
+	KindUnreachable      = fault.KindUnreachable
+	KindBudget           = fault.KindBudget
+	KindTimeout          = fault.KindTimeout
+	KindInterrupted      = fault.KindInterrupted
+	KindGitHub           = fault.KindGitHub
+	KindNoSandbox        = fault.KindNoSandbox
+	KindSandboxTamper    = fault.KindSandboxTamper
+	KindInternal         = fault.KindInternal
 )
 
-// Error is a failure spawn explains to its user: Msg is one sentence that
-// says what is wrong and what to do.
-type Error struct {
-	Kind Kind
-	Msg  string
-	Err  error // the cause, if any
-	// ResetAt is, for a usage limit, when it resets; zero when unknown.
-	ResetAt time.Time
-}
-
-func (e *Error) Error() string { return e.Msg }
-
-func (e *Error) Unwrap() error { return e.Err }
+// Error is a failure spawn explains to its user (fault.Error): Msg is one
+// sentence that says what is wrong and what to do.
+type Error = fault.Error
 
 func errorf(kind Kind, cause error, format string, args ...any) *Error {
-	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...), Err: cause}
+	return fault.Errorf(kind, cause, format, args...)
 }
 
 // KindOf returns the kind of err: the first *Error's kind in err's tree,
-// config for a *config.Error, repo for a *sandbox.InputError, interrupted for
-// a cancelled context, internal otherwise.
+// github for a *forge.Error (a GitHub failure the forge met; forgeError
+// makes one an *Error where the forge returns it, so this is for the
+// errors it joins), usage for a *forge.RefusedError, config for a
+// *config.Error, repo for a *sandbox.InputError, interrupted for a
+// cancelled context, internal otherwise.
 func KindOf(err error) Kind {
 	var se *Error
+	var fe *forge.Error
+	var re *forge.RefusedError
 	var ce *config.Error
 	var ie *sandbox.InputError
 	switch {
@@ -70,6 +65,10 @@ func KindOf(err error) Kind {
 		return ""
 	case errors.As(err, &se):
 		return se.Kind
+	case errors.As(err, &fe):
+		return KindGitHub
+	case errors.As(err, &re):
+		return KindUsage
 	case errors.As(err, &ce):
 		return KindConfig
 	case errors.As(err, &ie):
@@ -81,43 +80,23 @@ func KindOf(err error) Kind {
 	}
 }
 
-// Exit codes, documented in README.md.
+// Exit codes, documented in README.md (fault's).
 const (
-	ExitOK          = 0
-	ExitInternal    = 1
-	ExitUsage       = 2
-	ExitNotApproved = 3
-	ExitAgent       = 4
-	ExitTimeout     = 5
-	ExitGitHub      = 6
-	ExitTamper      = 7
-	ExitInterrupted = 130
+	ExitOK          = fault.ExitOK
+	ExitInternal    = fault.ExitInternal
+	ExitUsage       = fault.ExitUsage
+	ExitNotApproved = fault.ExitNotApproved
+	ExitAgent       = fault.ExitAgent
+	ExitTimeout     = fault.ExitTimeout
+	ExitGitHub      = fault.ExitGitHub
+	ExitTamper      = fault.ExitTamper
+	ExitInterrupted = fault.ExitInterrupted
 )
 
-// ExitCode maps the outcome of a run to spawn's exit code. This is the one
-// place where that mapping lives.
+// ExitCode maps the outcome of a run to spawn's exit code: err's kind
+// (KindOf) and the verdict, as fault.Kind.ExitCode maps them.
 func ExitCode(err error, verdict observability.Verdict) int {
-	switch KindOf(err) {
-	case "":
-	case KindUsage, KindConfig, KindRepo, KindNotImplemented, KindMissingCLI, KindNoSandbox:
-		return ExitUsage
-	case KindSandboxTamper:
-		return ExitTamper
-	case KindAgentCrashed, KindAgentFailed, KindModelAPI, KindAuth, KindRateLimited, KindModelUnavailable, KindUnreachable:
-		return ExitAgent
-	case KindTimeout, KindBudget, KindUsageLimit:
-		return ExitTimeout
-	case KindInterrupted:
-		return ExitInterrupted
-	case KindGitHub:
-		return ExitGitHub
-	default:
-		return ExitInternal
-	}
-	if verdict.Unapproved() {
-		return ExitNotApproved
-	}
-	return ExitOK
+	return KindOf(err).ExitCode(verdict)
 }
 
 // errorRecord is err as the record keeps it: its kind, its message with

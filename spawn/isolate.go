@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
@@ -65,7 +64,7 @@ type confinement struct {
 func confine(ctx context.Context, opts Options, report isolation.Report, seats seats, sb *sandbox.Sandbox, dir runs.Paths, spent func(relay.Usage), allow func() error) (c *confinement, err error) {
 	id := dir.ID
 	c = &confinement{report: report, network: opts.Config.Sandbox.Network.Effective(report.Mode), userEnv: opts.Env, user: opts.environ, sb: sb, exe: sb.Exe,
-		inbox: dir.Inbox(), sessions: filepath.Join(dir.Dir, sessionsName), keys: map[string]string{}, limits: opts.Config.Sandbox.Limits()}
+		inbox: dir.Inbox(), sessions: dir.SessionsDir(), keys: map[string]string{}, limits: opts.Config.Sandbox.Limits()}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.close())
@@ -183,7 +182,7 @@ func (c *confinement) serveBridge() error {
 func (c *confinement) close() error {
 	var errs []error
 	if c.root != "" && c.sessions != "" && len(c.coderSessions) > 0 {
-		errs = append(errs, keepSessions(filepath.Join(c.root, "coder"), c.coderSessions, c.sessions, observability.RedactorOf(c.user.Secrets...)))
+		errs = append(errs, runs.KeepSessions(filepath.Join(c.root, "coder"), c.coderSessions, c.sessions, observability.RedactorOf(c.user.Secrets...)))
 	}
 	if c.relay != nil {
 		errs = append(errs, c.relay.Close())
@@ -335,7 +334,7 @@ func (c *confinement) restoreSessions(dir string, sessions []string) error {
 		return nil
 	}
 	c.restored = true
-	return restoreSessions(c.sessions, dir)
+	return runs.RestoreSessions(c.sessions, dir)
 }
 
 // caches are the coder's toolchain cache variables: the caches spawn
@@ -420,37 +419,7 @@ func installDir(bin string) string {
 // user's objects read-only), no network and no credential under
 // bubblewrap; without it, with an environment that holds no credential.
 func (c *confinement) helperJail() sandbox.Jail {
-	return gitJail(c.report, c.userEnv, c.sb)
-}
-
-// gitJail is the sandbox.Jail of a sandbox's git helper, given the
-// isolation the run has and spawn's environment.
-func gitJail(report isolation.Report, userEnv []string, sb *sandbox.Sandbox) sandbox.Jail {
-	env := isolation.AgentEnv(userEnv, "HOME=/nonexistent", "TMPDIR=/tmp")
-	if !report.Mode.Confines() {
-		return envJail{env}
-	}
-	spec := isolation.Spec{Bwrap: report.Bwrap, SandboxExec: report.SandboxExec, ReadOnly: append([]string{sb.Exe}, sb.Objects...), Writable: []string{sb.Path}, NoNetwork: true}
-	return specJail{spec: spec, env: env}
-}
-
-// envJail runs a command with env, unconfined.
-type envJail struct{ env []string }
-
-func (j envJail) Confine(c proc.Cmd) proc.Cmd {
-	c.Env = j.env
-	return c
-}
-
-// specJail runs a command with env under bubblewrap.
-type specJail struct {
-	spec isolation.Spec
-	env  []string
-}
-
-func (j specJail) Confine(c proc.Cmd) proc.Cmd {
-	c.Env = j.env
-	return j.spec.Confine(c)
+	return isolation.GitJail(c.report, c.userEnv, c.sb)
 }
 
 // caged is agent in a new cage of the run's limits, watching the

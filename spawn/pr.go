@@ -2,17 +2,12 @@ package spawn
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
-	"github.com/infinite-improbability-drive/spawn/team"
-	"github.com/infinite-improbability-drive/spawn/team/github"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+	"github.com/infinite-improbability-drive/spawn/team/forge"
 )
 
 // PROptions is a person's review to address with spawn pr.
@@ -22,13 +17,6 @@ type PROptions struct {
 	// Options are the run's configuration, repository, environment and
 	// clock; the task, base and branch are spawn pr's.
 	Options
-}
-
-// thread is a person's review thread spawn pr acts on, as the coder sees
-// it: a finding whose id is derived from the thread.
-type thread struct {
-	github.Thread
-	finding prompts.Finding
 }
 
 // FixPR addresses people's review on an existing pull request: a sandbox
@@ -43,7 +31,8 @@ type thread struct {
 // max_iterations coder turns. A thread the coder declines is answered with
 // its reason. Without verify_fixes there is one coder turn and each thread
 // is answered with its commits, marked unverified. A thread is resolved
-// only with [github] resolve_human_threads, after its reply.
+// only with [github] resolve_human_threads, after its reply (package
+// forge: Take, Fix).
 //
 // The record (mode "pr") holds the pull request and every thread: those
 // acted on with their state and replies, and those left alone (an
@@ -63,505 +52,31 @@ func FixPR(ctx context.Context, opts PROptions, sink Sink) (*observability.Recor
 	fail := func(err error) (*observability.Record, error) {
 		return rejected(opts.Options, started, err), err
 	}
-	repo, err := OpenRepo(ctx, opts.RepoDir, opts.Env)
+	repo, err := runs.OpenRepo(ctx, opts.RepoDir, opts.Env)
 	if err != nil {
 		return fail(err)
 	}
-	h, err := openHub(ctx, opts.Config, repo.Dir, "", opts.Env, config.ReadEnvironment(opts.Env).GitHub)
+	h, err := openForge(ctx, opts.Config, repo.Dir, "", opts.Env, config.ReadEnvironment(opts.Env).GitHub)
 	if err != nil {
 		return fail(err)
 	}
-	pr, err := h.client.PRByRef(ctx, opts.Ref)
+	review, err := h.Take(ctx, repo.Git, opts.Ref)
 	if err != nil {
+		switch err.(type) {
+		case *forge.Error, *forge.RefusedError:
+			return fail(forgeError(err))
+		}
 		return fail(githubPreflightError(err))
 	}
-	switch {
-	case pr.Fork:
-		return fail(errorf(KindUsage, nil, "pull request #%d comes from a fork (%s); spawn pr works only on branches of %s, which it can push to", pr.Number, pr.HeadRepo, h.loc.FullName()))
-	case pr.State != "" && pr.State != "open":
-		return fail(errorf(KindUsage, nil, "pull request #%d is %s; spawn pr works on open pull requests", pr.Number, pr.State))
-	}
-	all, err := h.client.Threads(ctx, pr.Number)
-	if err != nil {
-		return fail(githubError(err, "read the review threads"))
-	}
-	trusted, skipped, err := h.weigh(ctx, all)
-	if err != nil {
-		return fail(githubError(err, "read the reviewers' permissions"))
-	}
-	if len(trusted) == 0 {
-		return fail(errorf(KindUsage, nil, "pull request #%d has no unresolved, current review thread from a trusted author (write, maintain or admin, or [github] trusted_authors)%s; nothing to address", pr.Number, skippedSuffix(skipped)))
-	}
-	head, err := github.Fetch(ctx, repo.Git, h.loc.Remote, pr.HeadRef)
-	if err != nil {
-		return fail(githubError(err, "fetched the pull request's branch"))
-	}
-	h.pr, h.opened, h.pushTo = pr, true, pr.HeadRef
 	runOpts := opts.Options
-	runOpts.Task = fmt.Sprintf("Address the review of pull request #%d: %s", pr.Number, pr.Title)
-	runOpts.RepoDir, runOpts.Base, runOpts.Branch = repo.Dir, head, ""
+	runOpts.Task = review.Task()
+	runOpts.RepoDir, runOpts.Base, runOpts.Branch = repo.Dir, review.Head, ""
 	return run1(ctx, runOpts, sink, h, func(ctx context.Context, r *run) (observability.Verdict, error) {
-		return r.fixPR(ctx, trusted, skipped, head)
+		p := forge.FixPolicy{MaxIterations: r.opts.Config.Team.MaxIterations}
+		if verifier, ok := r.pre.seats.reviewer(""); ok {
+			p.Verifier = verifier.llm()
+		}
+		verdict, err := h.Fix(ctx, r, review, p)
+		return verdict, forgeError(err)
 	})
-}
-
-// weigh splits a pull request's threads into those spawn pr acts on (open,
-// current, opened by a trusted author) and those it leaves alone, each
-// with why: already resolved, spawn's own, outdated, an untrusted author.
-// A thread's comments reach the coder only from trusted authors.
-func (h *hub) weigh(ctx context.Context, threads []github.Thread) (trusted []thread, skipped []observability.GitHubThread, err error) {
-	perms := map[string]bool{}
-	trust := func(login string) (bool, error) {
-		if ok, seen := perms[login]; seen {
-			return ok, nil
-		}
-		ok := slices.Contains(h.cfg.TrustedAuthors, login)
-		if !ok && login != "" {
-			p, err := h.client.Permission(ctx, login)
-			if err != nil {
-				return false, err
-			}
-			ok = p.Trusted()
-		}
-		perms[login] = ok
-		return ok, nil
-	}
-	for _, t := range threads {
-		why := observability.SkipReason("")
-		switch {
-		case t.Resolved:
-			why = observability.SkipResolved
-		case t.Spawn():
-			why = observability.SkipSpawn
-		case t.Outdated:
-			why = observability.SkipOutdated
-		default:
-			ok, err := trust(t.Author())
-			if err != nil {
-				return nil, nil, err
-			}
-			if !ok {
-				why = observability.SkipUntrusted
-			}
-		}
-		if why != "" {
-			skipped = append(skipped, observability.GitHubThread{ID: t.ID, CommentID: t.Root().ID, Author: t.Author(), Path: t.Path, Line: t.Line,
-				State: observability.ThreadSkipped, Skipped: why})
-			continue
-		}
-		var said []string
-		for _, c := range t.Comments {
-			if c.Spawn() {
-				continue
-			}
-			ok, err := trust(c.Author)
-			if err != nil {
-				return nil, nil, err
-			}
-			if ok {
-				said = append(said, fmt.Sprintf("%s: %s", c.Author, github.StripMarkers(c.Body)))
-			}
-		}
-		title := strings.TrimSpace(firstLine(github.StripMarkers(t.Root().Body)))
-		trusted = append(trusted, thread{Thread: t, finding: prompts.Finding{
-			ID: prompts.FindingID("review", t.Path, t.ID), Severity: observability.SeverityMedium, Domain: string(prompts.GeneralPolish),
-			File: t.Path, Line: t.Line, Title: title, Detail: strings.Join(said, "\n")}})
-	}
-	return trusted, skipped, nil
-}
-
-// skippedSuffix says how many threads were left alone, and why.
-func skippedSuffix(skipped []observability.GitHubThread) string {
-	if len(skipped) == 0 {
-		return ""
-	}
-	n := map[observability.SkipReason]int{}
-	for _, t := range skipped {
-		n[t.Skipped]++
-	}
-	var parts []string
-	for _, why := range observability.SkipReasons() {
-		if n[why] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n[why], skipWords(why)))
-		}
-	}
-	return fmt.Sprintf(" (%s left alone: %s)", plural(len(skipped), "thread"), strings.Join(parts, ", "))
-}
-
-// skipWords says a skip reason in words.
-func skipWords(why observability.SkipReason) string {
-	switch why {
-	case observability.SkipUntrusted:
-		return "from authors who are not trusted"
-	case observability.SkipOutdated:
-		return "outdated"
-	case observability.SkipResolved:
-		return "already resolved"
-	case observability.SkipSpawn:
-		return "opened by spawn"
-	}
-	return string(why)
-}
-
-// fixPR is spawn pr's strategy: the coder's turn on the trusted threads,
-// the push, the reviewer's check of each thread's fix, the replies; again
-// for the threads still open, within max_iterations.
-func (r *run) fixPR(ctx context.Context, threads []thread, skipped []observability.GitHubThread, head string) (observability.Verdict, error) {
-	h := r.gh
-	r.emit(observability.Event{Kind: observability.EventGitHub, GitHub: &observability.GitHubStep{PullRequest: pullRequestOf(h.pr, head)}})
-	for _, t := range skipped {
-		if t.Skipped == observability.SkipUntrusted {
-			r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("the review thread of %s on %s:%d was left alone: %s is not a trusted author (write, maintain or admin, or [github] trusted_authors)", t.Author, t.Path, t.Line, t.Author)})
-		}
-		left := t
-		e := h.update(left.CommentID, func(e *observability.GitHubThread) { *e = left })
-		r.emit(observability.Event{Kind: observability.EventGitHub, GitHub: &observability.GitHubStep{Thread: &e}})
-	}
-	for _, t := range threads {
-		e := h.update(t.Root().ID, func(e *observability.GitHubThread) {
-			e.ID, e.Author, e.Path, e.Line, e.FindingID = t.ID, t.Author(), t.Path, t.Line, t.finding.ID
-		})
-		r.emit(observability.Event{Kind: observability.EventGitHub, GitHub: &observability.GitHubStep{Thread: &e}})
-	}
-	verify := h.cfg.VerifyFixes
-	maxRounds := max(r.opts.Config.Team.MaxIterations, 1)
-	pending := threads
-	declined := false
-	var session string
-	for round := 1; ; round++ {
-		findings := make([]prompts.Finding, len(pending))
-		for i, t := range pending {
-			findings[i] = t.finding
-		}
-		prompt, err := prompts.Fix(prompts.FixInput{Task: r.opts.Task, Findings: findings, Round: round})
-		if err != nil {
-			return observability.VerdictNone, errorf(KindInternal, err, "cannot write the coder's prompt: %v", err)
-		}
-		reply, err := r.Code(ctx, team.CoderTurn{Round: round, Prompt: prompt, Resume: session})
-		if reply.Session != "" {
-			session = reply.Session
-		}
-		if err != nil {
-			return observability.VerdictNone, err
-		}
-		sha, err := h.push(ctx, r.sb.Repo, r.sb.Branch, r.sb.Base)
-		if err != nil {
-			return observability.VerdictNone, githubError(err, "pushed the fix to the pull request's branch")
-		}
-		r.emit(observability.Event{Kind: observability.EventGitHub, Round: round, GitHub: &observability.GitHubStep{Pushed: sha}, Text: fmt.Sprintf("pushed %s to %s", shortSHA(sha), h.pushTo)})
-		said := map[string]prompts.Attribution{}
-		for _, a := range prompts.Attribute(reply.Text, findings) {
-			said[a.FindingID] = a
-		}
-		var check []thread
-		for _, t := range pending {
-			a, ok := said[t.finding.ID]
-			if !ok || a.Action != observability.CoderDeclined {
-				check = append(check, t)
-				continue
-			}
-			declined = true
-			m := github.Marker{Run: r.rec.ID, Round: round, Seat: string(observability.ReplyDeclined), Finding: t.finding.ID}
-			if err := r.replyInThread(ctx, h.client, t.Root().ID, m, threadReply{kind: observability.ReplyDeclined, round: round,
-				body: "Declined: " + a.Words, state: observability.ThreadDeclined}); err != nil {
-				return observability.VerdictNone, err
-			}
-		}
-		if len(check) == 0 {
-			return observability.VerdictChangesRequested, nil
-		}
-		if !verify {
-			return observability.VerdictNone, r.unverified(ctx, round, check, said, head, sha, "no reviewer checked it: [github] verify_fixes is off")
-		}
-		next, verdict, err := r.checkFix(ctx, round, check, said, reply.Text, head, sha, round < maxRounds)
-		if err != nil || verdict == observability.VerdictReviewFailed {
-			return verdict, err
-		}
-		switch {
-		case len(next) == 0 && (declined || verdict != observability.VerdictApproved):
-			return observability.VerdictChangesRequested, nil
-		case len(next) == 0:
-			return observability.VerdictApproved, nil
-		case round >= maxRounds:
-			return observability.VerdictChangesRequested, nil
-		}
-		pending = next
-	}
-}
-
-// unverified answers each thread of check with the commits that changed
-// its file and the coder's words, saying why no reviewer checked the fix;
-// with resolve_human_threads, a thread the coder said (by the contract)
-// it fixed is resolved after its reply.
-func (r *run) unverified(ctx context.Context, round int, check []thread, said map[string]prompts.Attribution, head, sha, why string) error {
-	h := r.gh
-	var errs []error
-	for _, t := range check {
-		commits, err := r.fixCommits(ctx, head, sha, t.Path)
-		if err != nil {
-			return err
-		}
-		a, ok := said[t.finding.ID]
-		body := fmt.Sprintf("Changed in %s (%s).\n\n%s", shortList(commits), why, coderWords(a, ok))
-		if sha == head {
-			commits = nil
-			body = fmt.Sprintf("Not changed: the coder's turn changed no file (%s).\n\n%s", why, coderWords(a, ok))
-		}
-		m := github.Marker{Run: r.rec.ID, Round: round, Seat: string(observability.ReplyUnverified), Finding: t.finding.ID}
-		if err := r.replyInThread(ctx, h.client, t.Root().ID, m, threadReply{kind: observability.ReplyUnverified, round: round, commits: commits,
-			body: body, state: observability.ThreadUnverified}); err != nil {
-			return err
-		}
-		if ok && a.Action == observability.CoderFixed {
-			errs = append(errs, r.resolvePersons(ctx, round, t, sha, a.Words))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// resolvePersons resolves a person's thread spawn pr answered, when
-// [github] resolve_human_threads allows it; a token that may not resolve
-// threads is noted, not a failure.
-func (r *run) resolvePersons(ctx context.Context, round int, t thread, sha, why string) error {
-	h := r.gh
-	if !h.cfg.ResolveHumanThreads {
-		return nil
-	}
-	done := observability.ResolvedComment{CommentID: t.Root().ID, ThreadID: t.ID, FindingID: t.finding.ID, Commit: sha,
-		Explanation: r.red.String(why), ResolvedBy: observability.ResolvedByFix, Resolved: true}
-	if err := h.client.Resolve(ctx, t.ID); err != nil {
-		if !errors.Is(err, github.ErrCannotResolve) {
-			return githubError(err, "resolved a review thread")
-		}
-		done.Resolved = false
-		done.Explanation += "; this token cannot resolve review threads"
-	} else {
-		e := h.update(t.Root().ID, func(e *observability.GitHubThread) { e.State = observability.ThreadResolved })
-		r.emit(observability.Event{Kind: observability.EventGitHub, Round: round, GitHub: &observability.GitHubStep{Thread: &e}})
-	}
-	r.emit(observability.Event{Kind: observability.EventGitHub, Round: round, GitHub: &observability.GitHubStep{Resolved: &done}})
-	return nil
-}
-
-// checkFix has the run's reviewer check the coder's change (head..sha)
-// against each thread of check, and answers each thread: "Fixed in
-// <commits>" with the check round when the reviewer confirms it, what is
-// still open otherwise (and whether the coder gets another turn: more).
-// It returns the threads still open, each with the reviewer's word added
-// for the coder, and the check's verdict: approved when every thread is
-// confirmed and the reviewer reports no critical or high problem the
-// change introduces (those are recorded, not sent back to the coder:
-// spawn pr addresses people's threads). A reviewer answer that cannot be used, even after a
-// repair turn, is review_failed: each thread is answered with its commits,
-// unverified.
-func (r *run) checkFix(ctx context.Context, round int, check []thread, said map[string]prompts.Attribution, coderSaid, head, sha string, more bool) ([]thread, observability.Verdict, error) {
-	h := r.gh
-	diff, err := r.Diff(ctx, head, sha)
-	if err != nil {
-		return nil, observability.VerdictNone, err
-	}
-	if len(diff) > maxVerifyDiff {
-		diff = diff[:maxVerifyDiff] + fmt.Sprintf("\n[spawn: the diff is cut here; it is %d bytes long]\n", len(diff))
-	}
-	in := prompts.VerifyInput{Task: r.opts.Task, Diff: diff, CoderSaid: coderSaid, Round: round}
-	for _, t := range check {
-		in.Threads = append(in.Threads, t.finding)
-		if a, ok := said[t.finding.ID]; ok {
-			in.Said = append(in.Said, a)
-		}
-	}
-	prompt, err := prompts.Verify(in)
-	if err != nil {
-		return nil, observability.VerdictNone, errorf(KindInternal, err, "cannot write the reviewer's prompt: %v", err)
-	}
-	ans, err := r.askReviewer(ctx, round, prompt)
-	if err != nil {
-		return nil, observability.VerdictNone, err
-	}
-	verifier, _ := r.pre.seats.reviewer("")
-	fb := observability.ReviewFeedback{Iteration: round, Reviewer: verifier.llm(), Domain: "all", RawResponse: ans.raw, Commit: sha,
-		DiffBytes: len(diff), PromptBytes: len(prompt), FullPromptBytes: len(prompt), Fresh: true, Tokens: ans.tokens, ParseError: ans.parseError}
-	report := observability.Round{Number: round}
-	for _, t := range check {
-		if a, ok := said[t.finding.ID]; ok && a.Action != "" {
-			report.CoderReplies = append(report.CoderReplies, observability.CoderReply{Iteration: round, FindingID: t.finding.ID, Action: a.Action, Reason: a.Words})
-		}
-	}
-	if ans.parseError != "" {
-		fb.Verdict, fb.Summary = observability.ReviewFailed, "the reviewer's answer could not be used, even after a repair turn"
-		report.Feedback = []observability.ReviewFeedback{fb}
-		report.Findings = threadFindings(check, nil, nil)
-		r.Reviewed(report)
-		why := "spawn's reviewer could not check it: its answer could not be used, even after a repair turn"
-		return nil, observability.VerdictReviewFailed, r.unverified(ctx, round, check, said, head, sha, why)
-	}
-	rev := ans.review
-	fb.Verdict, fb.Summary = rev.Verdict, rev.Summary
-	confirmed := map[string]bool{}
-	for _, id := range rev.Resolved {
-		confirmed[strings.ToLower(id)] = true
-	}
-	open := map[string]string{} // thread finding id -> what the reviewer says is still open
-	var fresh []observability.Finding
-	blocking := false
-	for _, f := range rev.Findings {
-		t, ok := threadOf(check, f)
-		if !ok {
-			blocking = blocking || f.Severity.Blocking()
-			fresh = append(fresh, observability.Finding{ID: f.ID, Severity: f.Severity, Domain: f.Domain, File: f.File, Line: f.Line,
-				Title: f.Title, Detail: f.Detail, Suggestion: f.Suggestion, Status: observability.FindingOpen})
-			continue
-		}
-		if !confirmed[t.finding.ID] {
-			open[t.finding.ID] = strings.TrimSpace(open[t.finding.ID] + " " + f.Detail)
-		}
-	}
-	for _, t := range check {
-		if confirmed[t.finding.ID] {
-			fb.Resolved = append(fb.Resolved, t.finding.ID)
-		}
-	}
-	report.Findings = threadFindings(check, confirmed, open)
-	for _, f := range report.Findings {
-		if f.Status == observability.FindingOpen {
-			fb.Findings = append(fb.Findings, f)
-		}
-	}
-	report.Findings = append(report.Findings, fresh...)
-	fb.Findings = append(fb.Findings, fresh...)
-	report.Feedback = []observability.ReviewFeedback{fb}
-	r.Reviewed(report)
-
-	var next []thread
-	for _, t := range check {
-		a, ok := said[t.finding.ID]
-		commits, err := r.fixCommits(ctx, head, sha, t.Path)
-		if err != nil {
-			return nil, observability.VerdictNone, err
-		}
-		if confirmed[t.finding.ID] {
-			body := fmt.Sprintf("Fixed in %s: confirmed by spawn's reviewer in check round %d (at %s).\n\n%s", shortList(commits), round, shortSHA(sha), coderWords(a, ok))
-			m := github.Marker{Run: r.rec.ID, Round: round, Seat: string(observability.ReplyFixed), Finding: t.finding.ID}
-			if err := r.replyInThread(ctx, h.client, t.Root().ID, m, threadReply{kind: observability.ReplyFixed, round: round, commits: commits,
-				body: body, state: observability.ThreadFixed}); err != nil {
-				return nil, observability.VerdictNone, err
-			}
-			if err := r.resolvePersons(ctx, round, t, sha, fmt.Sprintf("check round %d confirmed it fixed at %s", round, shortSHA(sha))); err != nil {
-				return nil, observability.VerdictNone, err
-			}
-			continue
-		}
-		detail := open[t.finding.ID]
-		if detail == "" {
-			detail = "spawn's reviewer did not confirm the fix."
-		}
-		then := "The coder gets another turn on it."
-		if !more {
-			then = fmt.Sprintf("spawn stops here ([spawn-team] max_iterations = %d): it is left for a person.", r.opts.Config.Team.MaxIterations)
-		}
-		change := "the coder's change: " + shortList(commits)
-		if sha == head {
-			change = "the coder changed nothing"
-		}
-		body := fmt.Sprintf("Still open after spawn's check round %d (at %s, %s): %s\n\n%s\n\n%s", round, shortSHA(sha), change, detail, coderWords(a, ok), then)
-		m := github.Marker{Run: r.rec.ID, Round: round, Seat: string(observability.ReplyStillOpen), Finding: t.finding.ID}
-		if err := r.replyInThread(ctx, h.client, t.Root().ID, m, threadReply{kind: observability.ReplyStillOpen, round: round,
-			body: body, state: observability.ThreadOpen}); err != nil {
-			return nil, observability.VerdictNone, err
-		}
-		t.finding.Detail = strings.TrimSpace(t.finding.Detail + fmt.Sprintf("\nspawn's reviewer, after your turn %d: %s", round, detail))
-		next = append(next, t)
-	}
-	verdict := observability.VerdictApproved
-	if len(next) > 0 || blocking {
-		verdict = observability.VerdictChangesRequested
-	}
-	return next, verdict, nil
-}
-
-// maxVerifyDiff bounds the diff the reviewer is shown; a larger one is
-// cut and the cut is said.
-const maxVerifyDiff = 1 << 20
-
-// threadOf is the thread a reviewer's finding is about: the thread whose
-// id its title or detail names, else the one thread on its file and line.
-func threadOf(check []thread, f prompts.Finding) (thread, bool) {
-	text := strings.ToLower(f.Title + " " + f.Detail)
-	for _, t := range check {
-		if strings.Contains(text, strings.ToLower(t.finding.ID)) {
-			return t, true
-		}
-	}
-	var at []thread
-	for _, t := range check {
-		if f.File != "" && t.Path == f.File && (f.Line == 0 || t.Line == f.Line) {
-			at = append(at, t)
-		}
-	}
-	if len(at) == 1 {
-		return at[0], true
-	}
-	return thread{}, false
-}
-
-// threadFindings are the threads of check as the record's findings: those
-// confirmed resolved, the others open with what is still open.
-func threadFindings(check []thread, confirmed map[string]bool, open map[string]string) []observability.Finding {
-	var out []observability.Finding
-	for _, t := range check {
-		f := t.finding
-		rec := observability.Finding{ID: f.ID, Severity: f.Severity, Domain: f.Domain, File: f.File, Line: f.Line,
-			Title: f.Title, Detail: "a review thread by " + t.Author(), Status: observability.FindingOpen}
-		if confirmed[f.ID] {
-			rec.Status = observability.FindingResolved
-		} else if d := open[f.ID]; d != "" {
-			rec.Detail = d
-		}
-		out = append(out, rec)
-	}
-	return out
-}
-
-// reviewerAnswer is the reviewer's parsed answer to one check, or why it
-// could not be used.
-type reviewerAnswer struct {
-	review     prompts.ReviewResult
-	raw        string
-	parseError string
-	tokens     observability.Tokens
-}
-
-// askReviewer runs the run's reviewer on prompt in a new session (through
-// Review, as the review loop does), and once more in that session with
-// the repair prompt when its answer does not parse.
-func (r *run) askReviewer(ctx context.Context, round int, prompt string) (reviewerAnswer, error) {
-	var a reviewerAnswer
-	reply, err := r.Review(ctx, team.ReviewerTurn{Round: round, Seat: "all", Prompt: prompt})
-	a.tokens = reply.Tokens
-	if err != nil {
-		return a, err
-	}
-	a.raw = reply.Text
-	rev, perr := prompts.ParseReview(reply.Text)
-	if perr != nil {
-		repair, err := prompts.Repair(perr)
-		if err != nil {
-			return a, errorf(KindInternal, err, "cannot write the repair prompt: %v", err)
-		}
-		again, err := r.Review(ctx, team.ReviewerTurn{Round: round, Seat: "all", Prompt: repair, Resume: reply.Session})
-		a.tokens.Input += again.Tokens.Input
-		a.tokens.Cached += again.Tokens.Cached
-		a.tokens.Output += again.Tokens.Output
-		if err != nil {
-			return a, err
-		}
-		a.raw += "\n\n[spawn: repair turn]\n\n" + again.Text
-		rev, perr = prompts.ParseReview(again.Text)
-	}
-	if perr != nil {
-		a.parseError = perr.Error()
-		return a, nil
-	}
-	a.review = rev
-	return a, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/team"
 )
 
@@ -73,7 +74,7 @@ func Replay(ctx context.Context, opts ReplayOptions, sink Sink) (*observability.
 	fail := func(err error) (*observability.Record, error) {
 		return rejected(Options{Now: opts.Now}, started, err), err
 	}
-	repo, err := OpenRepo(ctx, opts.RepoDir, opts.Env)
+	repo, err := runs.OpenRepo(ctx, opts.RepoDir, opts.Env)
 	if err != nil {
 		return fail(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
 // deployCanary is a secret of the user's environment that the coder reads from
@@ -180,9 +181,9 @@ func TestAReplayWithoutAModelReproducesTheRun(t *testing.T) {
 	})
 
 	t.Run("purged", func(t *testing.T) {
-		repo, err := OpenRepo(context.Background(), r.repo, r.env)
+		repo, err := runs.OpenRepo(context.Background(), r.repo, r.env)
 		require.NoError(t, err)
-		_, err = repo.Clean(context.Background(), CleanOptions{Refs: []string{r.rec.ID}, Force: true, Purge: true})
+		_, err = repo.Clean(context.Background(), runs.CleanOptions{Refs: []string{r.rec.ID}, Force: true, Purge: true})
 		require.NoError(t, err)
 		assert.NoFileExists(t, cas, "spawn clean --purge removes the cassette with the run directory")
 	})

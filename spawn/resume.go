@@ -65,7 +65,7 @@ func Resume(ctx context.Context, opts ResumeOptions, sink Sink) (*observability.
 	fail := func(err error) (*observability.Record, error) {
 		return rejected(Options{Config: opts.Config, Now: opts.Now}, started, err), err
 	}
-	repo, err := OpenRepo(ctx, opts.RepoDir, opts.Env)
+	repo, err := runs.OpenRepo(ctx, opts.RepoDir, opts.Env)
 	if err != nil {
 		return fail(err)
 	}
@@ -89,40 +89,18 @@ func Resume(ctx context.Context, opts ResumeOptions, sink Sink) (*observability.
 	return r.finish(ctx, verdict, err)
 }
 
-// Resumable says whether spawn resume would continue the run rec records:
-// nil, or a usage *Error saying why not (it is still running, the
-// reviewers approved it, it is a solo run whose coder finished, it is in
-// github mode or a spawn pr run, or it left no sandbox). It reads only the record: a worktree
-// removed since is found when resuming.
-func Resumable(rec *observability.Record) error {
-	switch {
-	case rec.Status == observability.StatusRunning:
-		return errorf(KindUsage, nil, "run %s is still running", rec.ID)
-	case rec.Mode == observability.ModeGitHub:
-		return errorf(KindNotImplemented, nil, "run %s is in github mode, which spawn resume cannot continue yet", rec.ID)
-	case rec.Mode == observability.ModePR:
-		return errorf(KindNotImplemented, nil, "run %s is a spawn pr run, which spawn resume cannot continue", rec.ID)
-	case rec.Branch == "":
-		return errorf(KindUsage, nil, "run %s left no sandbox to continue in", rec.ID)
-	}
-	if err := team.Continuable(rec.Mode, team.ProgressOf(rec)); err != nil {
-		return errorf(KindUsage, err, "run %s has %v", rec.ID, err)
-	}
-	return nil
-}
-
 // reopen checks that the run can go on, repairs it if it was abandoned,
 // and sets it up again as a run in progress: its sandbox, its confinement,
 // its record and event log, marked resumed. On error nothing changed but
 // the repair.
-func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, sink Sink) (*run, team.Progress, error) {
+func reopen(ctx context.Context, repo *runs.Repo, dir *runs.Run, opts ResumeOptions, sink Sink) (*run, team.Progress, error) {
 	rec, err := dir.ReadRecord()
 	if err != nil {
 		return nil, team.Progress{}, errorf(KindInternal, err, "cannot read run %s: %v", dir.ID, err)
 	}
 	if rec.Status == observability.StatusRunning {
 		// Abandoned: this process holds its lock now.
-		if _, err := repo.finishAbandoned(ctx, dir, rec, nil, opts.Now); err != nil {
+		if _, err := repo.FinishAbandoned(ctx, dir, rec, nil, opts.Now); err != nil {
 			return nil, team.Progress{}, err
 		}
 	}
@@ -136,7 +114,7 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 	if rec.Mode == observability.ModeGitHub {
 		return nil, team.Progress{}, errorf(KindNotImplemented, nil, "run %s is in github mode, which spawn resume cannot continue yet; its branch and pull request keep the work: spawn pr <number> fixes the open review threads", dir.ID)
 	}
-	sb, err := repo.sandboxOf(ctx, dir.ID, rec)
+	sb, err := repo.Sandbox(ctx, dir.ID, rec)
 	if err != nil {
 		return nil, team.Progress{}, errorf(KindSandboxGone, err, "run %s cannot be resumed: %v (the branch %s keeps its commits)", dir.ID, err, rec.Branch)
 	}
@@ -167,7 +145,7 @@ func reopen(ctx context.Context, repo *Repo, dir *runs.Run, opts ResumeOptions, 
 	red := observability.RedactorOf(environ.Secrets...)
 	r.red, r.conf, r.cleanups = red, conf, []func() error{conf.close, r.fillTrees}
 	r.record = &recorder{rec: rec, path: dir.RecordPath(), red: red}
-	if r.log, err = openEventLog(dir.EventsPath(), red); err != nil {
+	if r.log, err = runs.OpenEventLog(dir.EventsPath(), red); err != nil {
 		return nil, team.Progress{}, errors.Join(errorf(KindInternal, err, "cannot write the event log: %v", err), conf.close())
 	}
 	r.events = &stream{run: dir.ID, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}

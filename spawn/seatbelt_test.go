@@ -37,7 +37,7 @@ func TestUnderSeatbeltTheAgentsReachTheRelayByItsPortAlone(t *testing.T) {
 	assert.Equal(t, "/usr/bin/sandbox-exec", cmd.Path)
 	assert.Contains(t, cmd.Args[1], `(allow network-outbound (remote ip "localhost:`)
 
-	jail := gitJail(report, c.userEnv, &sandbox.Sandbox{Path: dir, Exe: "/opt/spawn/spawn"})
+	jail := isolation.GitJail(report, c.userEnv, &sandbox.Sandbox{Path: dir, Exe: "/opt/spawn/spawn"})
 	git := jail.Confine(proc.Cmd{Path: "/opt/spawn/spawn"})
 	assert.Equal(t, "/usr/bin/sandbox-exec", git.Path)
 	assert.NotContains(t, git.Args[1], "(remote ip", "the git helper has no network at all")

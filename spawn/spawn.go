@@ -28,6 +28,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 	"github.com/infinite-improbability-drive/spawn/team"
+	"github.com/infinite-improbability-drive/spawn/team/forge"
 )
 
 // Options is one run: the task and the configuration (whose mode is the
@@ -84,14 +85,22 @@ func Run(ctx context.Context, opts Options, sink Sink) (*observability.Record, e
 		return rejected(opts, opts.Now(), err), err
 	}
 	return run1(ctx, opts, sink, nil, func(ctx context.Context, r *run) (observability.Verdict, error) {
-		return team.Drive(ctx, r.pre.policy, r.opts.Task, r.pre.plan.Base, r)
+		if r.gh == nil {
+			return team.Drive(ctx, r.pre.policy, r.opts.Task, r.pre.plan.Base, r)
+		}
+		// github mode: the run's forge is told of each step.
+		verdict, err := team.Drive(ctx, r.pre.policy, r.opts.Task, r.pre.plan.Base, struct {
+			team.Run
+			team.Forge
+		}{r, r.gh})
+		return verdict, forgeError(err)
 	})
 }
 
 // run1 runs one run: preflight, begin, drive (the mode's strategy, or
 // spawn pr's fix of a person's review), finish. gh, when not nil, is the
-// pull request side the caller already opened.
-func run1(ctx context.Context, opts Options, sink Sink, gh *hub, drive func(context.Context, *run) (observability.Verdict, error)) (*observability.Record, error) {
+// forge the caller already opened.
+func run1(ctx context.Context, opts Options, sink Sink, gh *forge.Hub, drive func(context.Context, *run) (observability.Verdict, error)) (*observability.Record, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -149,8 +158,8 @@ type checked struct {
 	seats    seats
 	// isolation is the sandbox the agents get: bubblewrap, Seatbelt or none.
 	isolation isolation.Report
-	// gh is github mode's side on GitHub; nil in the other modes.
-	gh *hub
+	// gh is github mode's forge (spawn pr's too); nil in the other modes.
+	gh *forge.Hub
 	// offline is a replay's: the relay answers from a cassette, so the
 	// seats need no credential.
 	offline bool
@@ -194,7 +203,7 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 		return checked{}, err
 	}
 	if cfg.Team.Mode == observability.ModeGitHub {
-		if c.gh, err = openHub(ctx, cfg, plan.Repo.Dir, opts.Base, opts.Env, environ.GitHub); err != nil {
+		if c.gh, err = openForge(ctx, cfg, plan.Repo.Dir, opts.Base, opts.Env, environ.GitHub); err != nil {
 			return checked{}, err
 		}
 	}
@@ -203,15 +212,6 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 		return checked{}, errorf(KindRepo, err, "cannot keep run records in %s (%v); make it writable, then run again", filepath.Join(plan.SpawnDir(), "runs"), err)
 	}
 	return c, nil
-}
-
-// secrets are the secrets the environment does not show, for the run's
-// redactor: a GitHub token from `gh auth token`.
-func (c checked) secrets() []string {
-	if c.gh == nil {
-		return nil
-	}
-	return c.gh.loc.Secrets()
 }
 
 // checkAgents finds the agent CLIs of the seats the mode needs and their
@@ -246,11 +246,11 @@ type run struct {
 	dir    *runs.Run
 	rec    *observability.Record
 	record *recorder
-	log    *eventLog
+	log    *runs.EventLog
 	events *stream
 	red    *observability.Redactor
 	conf   *confinement // the agents' isolation, relay and guard
-	gh     *hub         // github mode's pull request; nil otherwise
+	gh     *forge.Hub   // github mode's (and spawn pr's) forge; nil otherwise
 
 	spend spend // the run's cost so far, coder and reviewers
 
@@ -307,7 +307,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	if err := r.record.save(); err != nil {
 		return nil, undo(errors.Join(errorf(KindInternal, err, "%v", err), dir.Remove()))
 	}
-	if r.log, err = openEventLog(dir.EventsPath(), red); err != nil {
+	if r.log, err = runs.OpenEventLog(dir.EventsPath(), red); err != nil {
 		return nil, undo(errors.Join(errorf(KindInternal, err, "cannot write the event log: %v", err), dir.Remove()))
 	}
 	if sink == nil {
@@ -317,11 +317,8 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	if err := r.startCassette(); err != nil {
 		return nil, undo(errors.Join(err, r.log.Close(), dir.Remove()))
 	}
-	if r.gh = pre.gh; r.gh != nil {
-		r.gh.mu.Lock()
-		r.gh.narrate = func(text string) { r.emit(observability.Event{Kind: observability.EventNote, Text: text}) }
-		r.gh.mu.Unlock()
-	}
+	r.gh = pre.gh
+	r.attachForge()
 	snapshot := *rec
 	r.emit(observability.Event{Kind: observability.EventStarted, Record: &snapshot})
 	for _, n := range opts.Notes {
@@ -363,7 +360,9 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 			plural(len(pending), "message"), r.rec.ID)})
 	}
 	errs := []error{runErr, r.commitLeftovers(ctx, r.lastRound())}
-	r.pushLeftovers(ctx)
+	if r.gh != nil {
+		r.gh.PushLeftovers(ctx)
+	}
 	if err := errors.Join(errs...); neverStarted(err, r.rec) {
 		errs = append(errs, r.removeEmptySandbox(ctx, err))
 	}
@@ -406,21 +405,6 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 		r.wrap(r.dir.Close(), "cannot release the run's lock"))
 }
 
-// pushLeftovers pushes, in github mode, what finish committed after the
-// pull request was opened, so the pull request holds all of the work even
-// when the run failed; a push that fails is a warning: the branch has it.
-func (r *run) pushLeftovers(ctx context.Context) {
-	if r.gh == nil || r.gh.prNumber() == 0 {
-		return
-	}
-	sha, err := r.gh.push(ctx, r.sb.Repo, r.sb.Branch, r.sb.Base)
-	if err != nil {
-		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("cannot push the last of the work to the pull request (it is on %s): %v", r.sb.Branch, err)})
-		return
-	}
-	r.emit(observability.Event{Kind: observability.EventGitHub, GitHub: &observability.GitHubStep{Pushed: sha}})
-}
-
 // wrap makes err an internal *Error with the message msg; nil stays nil.
 func (r *run) wrap(err error, msg string) error {
 	if err == nil {
@@ -440,78 +424,6 @@ func (r *run) lastRound() int {
 	return round
 }
 
-// commitLeftovers records the commits the coder made itself since the last
-// known commit, then commits whatever it left uncommitted as spawn: one
-// status of the worktree, then add and commit only when it changed.
-func (r *run) commitLeftovers(ctx context.Context, round int) error {
-	subject, msg := commitMessage(r.rec.ID, r.opts.Task, round, r.addressed(round))
-	saved, err := r.sb.Save(ctx, r.conf.helperJail(), r.red.String(msg))
-	r.noteLeftovers(saved.Leftovers)
-	cli := r.pre.seats.coder
-	coder := agent{llm: cli.llm(), role: observability.RoleCoder, round: round, cli: cli.name()}
-	if len(saved.Removed) > 0 {
-		r.security(coder, observability.FindingSandboxBlocked, observability.SeverityHigh, r.sb.Path,
-			fmt.Sprintf("the coder planted %s in its git store, which would have led git out of it; spawn removed them", strings.Join(saved.Removed, " and ")),
-			"Read the run's branch before merging: an agent that plants git pointers was probably prompt-injected.")
-	}
-	if saved.HeadRef != "" && saved.HeadRef != "refs/heads/"+r.sb.Branch {
-		r.security(coder, observability.FindingSandboxBlocked, observability.SeverityHigh, r.sb.Path,
-			fmt.Sprintf("the coder pointed its git store's HEAD at %s instead of the run's branch; spawn published its commits on %s only, and nothing of yours moved", saved.HeadRef, r.sb.Branch),
-			"Read the run's branch before merging: an agent that redirects its HEAD was probably prompt-injected.")
-	}
-	known := map[string]bool{}
-	r.mu.Lock()
-	for _, c := range r.rec.Commits {
-		known[c.SHA] = true
-	}
-	r.mu.Unlock()
-	for _, c := range saved.Own {
-		if !known[c.SHA] && c.SHA != saved.Committed {
-			r.emit(observability.Event{Kind: observability.EventCommit, Round: round, Commit: &observability.Commit{SHA: c.SHA, Message: c.Subject, Iteration: round, LLM: cli.llm()}})
-		}
-	}
-	if saved.Committed != "" && saved.Published == saved.Committed {
-		r.emit(observability.Event{Kind: observability.EventCommit, Round: round, Commit: &observability.Commit{SHA: saved.Committed, Message: r.red.String(subject), Iteration: round, LLM: observability.LLMSpawn}})
-	}
-	if err != nil {
-		if errors.Is(err, sandbox.ErrGone) {
-			return r.sandboxError(err, "")
-		}
-		r.security(coder, observability.FindingSandboxBlocked, observability.SeverityHigh, r.sb.Path,
-			fmt.Sprintf("spawn could not save the coder's work from its sandbox onto %s: %v", r.sb.Branch, err),
-			"The work is still in the worktree; look at it before anything else: a coder that breaks its own git store was probably prompt-injected.")
-		return r.sandboxError(err, "cannot save the coder's work in "+r.sb.Path)
-	}
-	return nil
-}
-
-// addressed are the findings the review before a fix round reported,
-// which that round's coder turn was asked to address; none in round 1.
-func (r *run) addressed(round int) []observability.Finding {
-	r.record.mu.Lock()
-	defer r.record.mu.Unlock()
-	var out []observability.Finding
-	seen := map[string]bool{}
-	for _, fb := range r.rec.ReviewFeedback {
-		for _, f := range fb.Findings {
-			if fb.Iteration == round-1 && !seen[f.ID] {
-				seen[f.ID] = true
-				out = append(out, f)
-			}
-		}
-	}
-	return out
-}
-
-// sandboxError is err as an *Error: sandbox_gone when the worktree was
-// deleted, internal otherwise.
-func (r *run) sandboxError(err error, msg string) error {
-	if errors.Is(err, sandbox.ErrGone) {
-		return errorf(KindSandboxGone, err, "%v", err)
-	}
-	return errorf(KindInternal, err, "%s: %v", msg, err)
-}
-
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	if r := []rune(line); len(r) > 72 {
@@ -525,4 +437,21 @@ func shortSHA(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// plural is "1 commit", "2 commits".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// shortList is commits, short and comma-separated.
+func shortList(commits []string) string {
+	short := make([]string, len(commits))
+	for i, c := range commits {
+		short[i] = shortSHA(c)
+	}
+	return strings.Join(short, ", ")
 }

@@ -48,7 +48,8 @@ type Run interface {
 // Forge is where a github-mode run is published besides its sandbox: a
 // pull request. The github strategy is pingpong's loop (the same turns,
 // verdicts and convergence) with its Run also a Forge, told of each step;
-// spawn implements it over package team/github. An error from a Forge
+// package team/forge implements it over package team/github, and spawn
+// hands Drive its run and that forge as one value. An error from a Forge
 // method ends the loop.
 type Forge interface {
 	// AfterCode: the coder's turn of round is committed. Push the branch,

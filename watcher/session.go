@@ -103,130 +103,181 @@ func (s *Session) Last() Outcome {
 // or ctx is cancelled (then the agent is stopped and Stopped is
 // StopCancelled). The error is set only when a process could not start.
 func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, hooks Hooks) (*Session, error) {
-	s := &Session{}
-	start := time.Now()
-	var deadline time.Time
+	sv := &supervisor{s: &Session{}, p: p, hooks: hooks, start: time.Now(), files: map[string]bool{}, allow: append([]string(nil), turn.Allow...)}
 	if p.TotalTimeout > 0 {
-		deadline = start.Add(p.TotalTimeout)
+		sv.deadline = sv.start.Add(p.TotalTimeout)
 	}
-	files := map[string]bool{}
-	emit := func(pr observability.Progress) {
-		pr.Elapsed, pr.Turns, pr.CostUSD, pr.Files, pr.Process = time.Since(start), s.Turns, s.CostUSD, len(files), len(s.Processes)+1
-		if hooks.OnProgress != nil {
-			hooks.OnProgress(pr)
-		}
-	}
-	allow := append([]string(nil), turn.Allow...)
 	for n := 1; ; n++ {
-		if p.MaxTurns > 0 {
-			turn.MaxTurns = max(p.MaxTurns-s.Turns, 1)
-		}
-		turn.Allow = allow
-		opts := Options{Env: hooks.Env, Redactor: hooks.Redactor, IdleTimeout: p.IdleTimeout, ToolTimeout: p.ToolTimeout, Grace: p.Grace, Hurry: hooks.Hurry, Watch: p.Watch}
-		if !deadline.IsZero() {
-			opts.TotalTimeout = max(time.Until(deadline), time.Millisecond)
-		}
-		if hooks.Streams != nil {
-			stdout, stderr, err := hooks.Streams(n)
-			if err != nil {
-				return s, err
-			}
-			opts.Transcript, opts.Errlog = stdout, stderr
-		}
-		tr := newTracker(s, p, files, emit)
-		opts.OnEvent = func(ev runners.Event) StopReason {
-			if hooks.OnEvent != nil {
-				hooks.OnEvent(ev)
-			}
-			return tr.observe(ev)
-		}
-		emit(observability.Progress{Kind: observability.ProgressStarted, Detail: turn.Resume})
-		out, err := Run(ctx, agent, turn, opts)
+		out, tr, err := sv.process(ctx, agent, n, turn)
 		if err != nil {
-			return s, err
+			return sv.s, err
 		}
-		tr.finish(out.Result)
-		s.Processes = append(s.Processes, out)
-		s.Result, s.Stopped = out.Result, out.Stopped
-		if out.Init != nil && out.Init.SessionID != "" {
-			s.SessionID = out.Init.SessionID
+		if sv.ended(out) {
+			return sv.s, nil
 		}
-		if out.Result != nil && out.Result.SessionID != "" {
-			s.SessionID = out.Result.SessionID
+		next, ok := sv.escalate(tr, out, turn.Dir)
+		if !ok {
+			next, ok = sv.answer(out, turn.Dir)
 		}
-		if hooks.OnProcess != nil {
-			hooks.OnProcess(n, out)
+		if !ok {
+			return sv.s, nil
 		}
-		finished := string(out.Stopped)
-		if finished == "" {
-			finished = "exited"
-		}
-		emit(observability.Progress{Kind: observability.ProgressFinished, Detail: finished})
-		if out.Stopped == StopMaxTurns || out.Stopped == StopMaxCost {
-			emit(observability.Progress{Kind: observability.ProgressBudget, Detail: string(out.Stopped)})
-		}
-		if out.Stopped != "" || out.Result == nil || out.Result.IsError || s.SessionID == "" {
-			if out.Result != nil && out.Result.Subtype == "error_max_turns" {
-				s.Stopped = StopMaxTurns
-				emit(observability.Progress{Kind: observability.ProgressBudget, Detail: string(StopMaxTurns)})
-			}
-			return s, nil
-		}
-
-		// Denials: grant what the manifest allows, and resume.
-		var granted []runners.Rule
-		for _, d := range tr.denials(out.Result) {
-			rules, ok := runners.Grant(p.Escalatable, d.Tool, d.Input)
-			pr := observability.Progress{Kind: observability.ProgressDenial, Tool: d.Tool, Input: d.Input}
-			if ok {
-				pr.Rule = joinRules(rules)
-			}
-			emit(pr)
-			if !ok {
-				continue
-			}
-			for _, r := range rules {
-				if !contains(allow, r.Raw) && !containsRule(granted, r) {
-					granted = append(granted, r)
-				}
-			}
-		}
-		if len(granted) > 0 {
-			if s.Escalations >= p.MaxEscalations {
-				emit(observability.Progress{Kind: observability.ProgressLimit, Detail: fmt.Sprintf("max_escalations (%d) reached; %s not granted", p.MaxEscalations, joinRules(granted))})
-			} else {
-				s.Escalations++
-				for _, r := range granted {
-					allow = append(allow, r.Raw)
-					s.Granted = append(s.Granted, r.Raw)
-					emit(observability.Progress{Kind: observability.ProgressEscalation, Tool: r.Tool, Rule: r.Raw})
-				}
-				turn = runners.Turn{Prompt: escalationPrompt(granted), Dir: turn.Dir, Resume: s.SessionID}
-				continue
-			}
-		}
-
-		// A question instead of a finished task: answer it, and resume.
-		if p.Questions == nil {
-			return s, nil
-		}
-		q, conf := p.Questions.Detect(out.Result.Text)
-		if q == "" || conf < p.MinConfidence {
-			return s, nil
-		}
-		emit(observability.Progress{Kind: observability.ProgressQuestion, Detail: q, Confidence: conf})
-		if s.Answers >= p.MaxAutoAnswers {
-			emit(observability.Progress{Kind: observability.ProgressLimit, Detail: fmt.Sprintf("max_auto_answers (%d) reached; the question is left unanswered", p.MaxAutoAnswers)})
-			return s, nil
-		}
-		answer := p.Answer
-		if answer == "" {
-			answer = DefaultAnswer
-		}
-		s.Answers++
-		emit(observability.Progress{Kind: observability.ProgressAnswer, Detail: answer})
-		turn = runners.Turn{Prompt: answer, Dir: turn.Dir, Resume: s.SessionID}
+		turn = next
 	}
+}
+
+// supervisor is one Supervise: the session so far, its policy and hooks,
+// when it started and must end, the files the agent touched and the
+// tools it is allowed, grants included.
+type supervisor struct {
+	s        *Session
+	p        Policy
+	hooks    Hooks
+	start    time.Time
+	deadline time.Time // zero without a total timeout
+	files    map[string]bool
+	allow    []string
+}
+
+// emit reports the session's progress, with its running totals.
+func (sv *supervisor) emit(pr observability.Progress) {
+	pr.Elapsed, pr.Turns, pr.CostUSD, pr.Files, pr.Process = time.Since(sv.start), sv.s.Turns, sv.s.CostUSD, len(sv.files), len(sv.s.Processes)+1
+	if sv.hooks.OnProgress != nil {
+		sv.hooks.OnProgress(pr)
+	}
+}
+
+// process runs the session's process n for turn and adds its outcome to
+// the session. The error says it could not start, or its transcripts
+// could not be made.
+func (sv *supervisor) process(ctx context.Context, agent Agent, n int, turn runners.Turn) (Outcome, *tracker, error) {
+	s, p, hooks := sv.s, sv.p, sv.hooks
+	if p.MaxTurns > 0 {
+		turn.MaxTurns = max(p.MaxTurns-s.Turns, 1)
+	}
+	turn.Allow = sv.allow
+	opts := Options{Env: hooks.Env, Redactor: hooks.Redactor, IdleTimeout: p.IdleTimeout, ToolTimeout: p.ToolTimeout, Grace: p.Grace, Hurry: hooks.Hurry, Watch: p.Watch}
+	if !sv.deadline.IsZero() {
+		opts.TotalTimeout = max(time.Until(sv.deadline), time.Millisecond)
+	}
+	if hooks.Streams != nil {
+		stdout, stderr, err := hooks.Streams(n)
+		if err != nil {
+			return Outcome{}, nil, err
+		}
+		opts.Transcript, opts.Errlog = stdout, stderr
+	}
+	tr := newTracker(s, p, sv.files, sv.emit)
+	opts.OnEvent = func(ev runners.Event) StopReason {
+		if hooks.OnEvent != nil {
+			hooks.OnEvent(ev)
+		}
+		return tr.observe(ev)
+	}
+	sv.emit(observability.Progress{Kind: observability.ProgressStarted, Detail: turn.Resume})
+	out, err := Run(ctx, agent, turn, opts)
+	if err != nil {
+		return out, nil, err
+	}
+	tr.finish(out.Result)
+	s.Processes = append(s.Processes, out)
+	s.Result, s.Stopped = out.Result, out.Stopped
+	if out.Init != nil && out.Init.SessionID != "" {
+		s.SessionID = out.Init.SessionID
+	}
+	if out.Result != nil && out.Result.SessionID != "" {
+		s.SessionID = out.Result.SessionID
+	}
+	if hooks.OnProcess != nil {
+		hooks.OnProcess(n, out)
+	}
+	finished := string(out.Stopped)
+	if finished == "" {
+		finished = "exited"
+	}
+	sv.emit(observability.Progress{Kind: observability.ProgressFinished, Detail: finished})
+	if out.Stopped == StopMaxTurns || out.Stopped == StopMaxCost {
+		sv.emit(observability.Progress{Kind: observability.ProgressBudget, Detail: string(out.Stopped)})
+	}
+	return out, tr, nil
+}
+
+// ended says the session ends with out: the process was stopped, failed,
+// or left no result or session to resume.
+func (sv *supervisor) ended(out Outcome) bool {
+	if out.Stopped == "" && out.Result != nil && !out.Result.IsError && sv.s.SessionID != "" {
+		return false
+	}
+	if out.Result != nil && out.Result.Subtype == "error_max_turns" {
+		sv.s.Stopped = StopMaxTurns
+		sv.emit(observability.Progress{Kind: observability.ProgressBudget, Detail: string(StopMaxTurns)})
+	}
+	return true
+}
+
+// escalate grants what the policy allows of the process's denials, and
+// returns the turn that resumes the session with them; ok is false when
+// nothing was granted (or max_escalations was reached).
+func (sv *supervisor) escalate(tr *tracker, out Outcome, dir string) (next runners.Turn, ok bool) {
+	s, p := sv.s, sv.p
+	var granted []runners.Rule
+	for _, d := range tr.denials(out.Result) {
+		rules, ok := runners.Grant(p.Escalatable, d.Tool, d.Input)
+		pr := observability.Progress{Kind: observability.ProgressDenial, Tool: d.Tool, Input: d.Input}
+		if ok {
+			pr.Rule = joinRules(rules)
+		}
+		sv.emit(pr)
+		if !ok {
+			continue
+		}
+		for _, r := range rules {
+			if !contains(sv.allow, r.Raw) && !containsRule(granted, r) {
+				granted = append(granted, r)
+			}
+		}
+	}
+	if len(granted) == 0 {
+		return runners.Turn{}, false
+	}
+	if s.Escalations >= p.MaxEscalations {
+		sv.emit(observability.Progress{Kind: observability.ProgressLimit, Detail: fmt.Sprintf("max_escalations (%d) reached; %s not granted", p.MaxEscalations, joinRules(granted))})
+		return runners.Turn{}, false
+	}
+	s.Escalations++
+	for _, r := range granted {
+		sv.allow = append(sv.allow, r.Raw)
+		s.Granted = append(s.Granted, r.Raw)
+		sv.emit(observability.Progress{Kind: observability.ProgressEscalation, Tool: r.Tool, Rule: r.Raw})
+	}
+	return runners.Turn{Prompt: escalationPrompt(granted), Dir: dir, Resume: s.SessionID}, true
+}
+
+// answer answers a question the agent asked instead of finishing the
+// task, and returns the turn that resumes the session with the answer; ok
+// is false when there is no question to answer (or max_auto_answers was
+// reached).
+func (sv *supervisor) answer(out Outcome, dir string) (next runners.Turn, ok bool) {
+	s, p := sv.s, sv.p
+	if p.Questions == nil {
+		return runners.Turn{}, false
+	}
+	q, conf := p.Questions.Detect(out.Result.Text)
+	if q == "" || conf < p.MinConfidence {
+		return runners.Turn{}, false
+	}
+	sv.emit(observability.Progress{Kind: observability.ProgressQuestion, Detail: q, Confidence: conf})
+	if s.Answers >= p.MaxAutoAnswers {
+		sv.emit(observability.Progress{Kind: observability.ProgressLimit, Detail: fmt.Sprintf("max_auto_answers (%d) reached; the question is left unanswered", p.MaxAutoAnswers)})
+		return runners.Turn{}, false
+	}
+	answer := p.Answer
+	if answer == "" {
+		answer = DefaultAnswer
+	}
+	s.Answers++
+	sv.emit(observability.Progress{Kind: observability.ProgressAnswer, Detail: answer})
+	return runners.Turn{Prompt: answer, Dir: dir, Resume: s.SessionID}, true
 }
 
 func escalationPrompt(granted []runners.Rule) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
 // cleanOptions is `spawn clean` after flag parsing.
@@ -75,7 +76,7 @@ func runClean(ctx context.Context, d *deps, opts *cleanOptions) error {
 	if err != nil {
 		return err
 	}
-	done, err := repo.Clean(ctx, spawn.CleanOptions{
+	done, err := repo.Clean(ctx, runs.CleanOptions{
 		Refs: opts.Refs, All: opts.All, OlderThan: opts.OlderThan,
 		Force: opts.Force, Purge: opts.Purge, DryRun: opts.DryRun,
 	})
@@ -83,7 +84,7 @@ func runClean(ctx context.Context, d *deps, opts *cleanOptions) error {
 		return err
 	}
 	if done == nil {
-		done = []spawn.Cleaned{}
+		done = []runs.Cleaned{}
 	}
 	kept := 0
 	for _, c := range done {
@@ -110,22 +111,22 @@ func runClean(ctx context.Context, d *deps, opts *cleanOptions) error {
 }
 
 // cleanLine is one run's outcome, for a person.
-func cleanLine(c spawn.Cleaned) string {
+func cleanLine(c runs.Cleaned) string {
 	what := cleanWhat(c)
 	switch c.Action {
-	case spawn.CleanRemoved:
+	case runs.CleanRemoved:
 		line := fmt.Sprintf("%s  removed %s", c.ID, what)
 		for _, u := range c.Unsaved {
 			line += fmt.Sprintf(" (dropped %s of %s)", plural(len(u.Commits), "unsaved commit"), u.Branch)
 		}
 		return line
-	case spawn.CleanWouldRemove:
+	case runs.CleanWouldRemove:
 		return fmt.Sprintf("%s  would remove %s", c.ID, what)
-	case spawn.CleanNothing:
+	case runs.CleanNothing:
 		return fmt.Sprintf("%s  nothing to remove (no worktree or branch left)", c.ID)
-	case spawn.CleanLive:
+	case runs.CleanLive:
 		return fmt.Sprintf("%s  kept: %s", c.ID, c.Reason)
-	case spawn.CleanRefused:
+	case runs.CleanRefused:
 		return fmt.Sprintf("%s  kept: %s", c.ID, c.Reason)
 	}
 	return fmt.Sprintf("%s  failed: %s", c.ID, c.Reason)
@@ -133,7 +134,7 @@ func cleanLine(c spawn.Cleaned) string {
 
 // cleanWhat names what a cleaned run loses: its worktree, its branches,
 // its run directory.
-func cleanWhat(c spawn.Cleaned) string {
+func cleanWhat(c runs.Cleaned) string {
 	var parts []string
 	if c.Worktree != "" {
 		parts = append(parts, "worktree "+c.Worktree)

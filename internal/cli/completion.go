@@ -220,7 +220,7 @@ func positionals(ctx context.Context, d *deps, app *cli.App, cmd *cli.Command, a
 // runIDs are the ids of the repository's runs, newest first, and "last";
 // nil when there is no repository or registry to read.
 func runIDs(ctx context.Context, d *deps, dir string) []string {
-	repo, err := spawn.OpenRepo(ctx, dir, d.env)
+	repo, err := runs.OpenRepo(ctx, dir, d.env)
 	if err != nil {
 		return nil
 	}

@@ -112,16 +112,9 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	reg := runners.NewRegistry()
-	coder, err := reg.Lookup(opts.Coder)
+	coder, reviewer, err := demoPair(reg, opts)
 	if err != nil {
-		return usageError{fmt.Errorf("--coder: %w", err)}
-	}
-	reviewer, err := reg.Lookup(opts.Reviewer)
-	if err != nil {
-		return usageError{fmt.Errorf("--reviewer: %w", err)}
-	}
-	if coder.Family() == reviewer.Family() {
-		return usageError{fmt.Errorf("--coder %s and --reviewer %s are of one model family (%s); the demo pairs a reviewer of another family", coder.Name(), reviewer.Name(), coder.Family())}
+		return err
 	}
 	sc, err := demo.Scenario(coder.Provider().Route, reviewer.Provider().Route)
 	if err != nil {
@@ -187,6 +180,27 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 	if rec.ID == "" {
 		return exitCode(code)
 	}
+	return d.demoReport(ctx, opts, rec, repo, root)
+}
+
+// demoPair is the demo's coder and reviewer, of two model families.
+func demoPair(reg runners.Registry, opts *demoOptions) (coder, reviewer runners.Adapter, err error) {
+	if coder, err = reg.Lookup(opts.Coder); err != nil {
+		return nil, nil, usageError{fmt.Errorf("--coder: %w", err)}
+	}
+	if reviewer, err = reg.Lookup(opts.Reviewer); err != nil {
+		return nil, nil, usageError{fmt.Errorf("--reviewer: %w", err)}
+	}
+	if coder.Family() == reviewer.Family() {
+		return nil, nil, usageError{fmt.Errorf("--coder %s and --reviewer %s are of one model family (%s); the demo pairs a reviewer of another family", coder.Name(), reviewer.Name(), coder.Family())}
+	}
+	return coder, reviewer, nil
+}
+
+// demoReport prints the demo's record (--json), or its summary, the
+// change on the run's branch and where everything is kept.
+func (d *deps) demoReport(ctx context.Context, opts *demoOptions, rec *observability.Record, repo git.Repo, root string) error {
+	code := rec.ExitCode
 	if opts.JSON {
 		if err := printJSON(d.io.Out, rec); err != nil {
 			return err

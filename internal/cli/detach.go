@@ -213,7 +213,7 @@ func (d *deps) startDetached(ctx context.Context, req detachRequest) (string, er
 
 // findRun looks run id up in the registry; found is false while its
 // directory or record does not exist yet.
-func findRun(repo *spawn.Repo, id string) (runs.Entry, bool, error) {
+func findRun(repo *runs.Repo, id string) (runs.Entry, bool, error) {
 	e, err := repo.Registry.Find(id)
 	var refErr *runs.RefError
 	if errors.As(err, &refErr) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
 // initOptions is `spawn init` after flag parsing.
@@ -39,7 +40,7 @@ func newInitCmd(d *deps) *cli.Command {
 
 // runInit is `spawn init`.
 func runInit(ctx context.Context, d *deps, opts *initOptions) error {
-	repo, err := spawn.OpenRepo(ctx, opts.Repo, d.env)
+	repo, err := runs.OpenRepo(ctx, opts.Repo, d.env)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -77,10 +76,10 @@ func TestAgeReadsAsAPersonCountsIt(t *testing.T) {
 }
 
 func TestLastActionReadsAsTheRepositorysOwnPaths(t *testing.T) {
-	l := spawn.Live{Tool: "Edit", Input: json.RawMessage(`{"file_path":"/r/.spawn/worktrees/x/cmd/main.go","old_string":"a"}`), Sandbox: "/r/.spawn/worktrees/x"}
+	l := runs.Live{Tool: "Edit", Input: json.RawMessage(`{"file_path":"/r/.spawn/worktrees/x/cmd/main.go","old_string":"a"}`), Sandbox: "/r/.spawn/worktrees/x"}
 	assert.Equal(t, "Edit cmd/main.go", lastAction(l))
-	assert.Equal(t, "TodoWrite", lastAction(spawn.Live{Tool: "TodoWrite", Input: json.RawMessage(`{"todos":[]}`)}))
-	assert.Equal(t, "", lastAction(spawn.Live{}))
+	assert.Equal(t, "TodoWrite", lastAction(runs.Live{Tool: "TodoWrite", Input: json.RawMessage(`{"todos":[]}`)}))
+	assert.Equal(t, "", lastAction(runs.Live{}))
 }
 
 // A person looking at a run in the middle of its work sees that it is
@@ -88,7 +87,7 @@ func TestLastActionReadsAsTheRepositorysOwnPaths(t *testing.T) {
 func TestShowOfALiveRunSaysWhatItIsDoing(t *testing.T) {
 	rec := observability.New("20261123-090000-aaaa", "add a /healthz endpoint", observability.ModePingpong, lifecycleT0)
 	rec.Branch, rec.SandboxPath = "spawn/a", "/r/.spawn/worktrees/20261123-090000-aaaa"
-	l := spawn.Live{Phase: observability.PhaseFixing, Round: 2, Turns: 7, CostUSD: 0.25, Role: observability.RoleCoder, Tool: "Bash",
+	l := runs.Live{Phase: observability.PhaseFixing, Round: 2, Turns: 7, CostUSD: 0.25, Role: observability.RoleCoder, Tool: "Bash",
 		Input: json.RawMessage(`{"command":"go test ./..."}`)}
 	got := liveSummary(rec, l, lifecycleT0.Add(90*time.Second))
 	assert.Regexp(t, `^spawn 20261123-090000-aaaa: running since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n  now:       fixing, round 2, coder turn 7, 1m30s elapsed; last: Bash go test \./\.\.\. \(coder\)\n`, got)

@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -94,7 +93,7 @@ func runLs(ctx context.Context, d *deps, opts *lsOptions) error {
 		// A live run's record counts the cost of the sessions that
 		// ended; its event stream has the running total.
 		if e.State == runs.StateRunning && e.Summary != nil {
-			l, err := spawn.ReadLive(e.Paths)
+			l, err := runs.ReadLive(e.Paths)
 			if err != nil {
 				fmt.Fprintf(d.io.Err, "spawn: warning: %v\n", err)
 			}
@@ -124,7 +123,7 @@ func runLs(ctx context.Context, d *deps, opts *lsOptions) error {
 
 // localBranches is the set of the repository's local branches; nil when
 // they cannot be listed.
-func localBranches(ctx context.Context, repo *spawn.Repo) (map[string]bool, error) {
+func localBranches(ctx context.Context, repo *runs.Repo) (map[string]bool, error) {
 	out, err := repo.Git.Run(ctx, "for-each-ref", "--format=%(refname:short)", "refs/heads/")
 	if err != nil {
 		return nil, err

@@ -11,7 +11,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -114,7 +113,7 @@ func psEntry(e runs.Entry, now time.Time) (psRun, error) {
 	if !r.StartedAt.IsZero() {
 		r.ElapsedMS = now.Sub(r.StartedAt).Milliseconds()
 	}
-	l, err := spawn.ReadLive(e.Paths)
+	l, err := runs.ReadLive(e.Paths)
 	if err != nil {
 		return r, err
 	}
@@ -141,7 +140,7 @@ func psEntry(e runs.Entry, now time.Time) (psRun, error) {
 // lastAction is the last tool call of a live run as a person reads it:
 // the tool and its telling argument, paths relative to the worktree
 // ("Edit main.go"); "" when no agent called a tool yet.
-func lastAction(l spawn.Live) string {
+func lastAction(l runs.Live) string {
 	if l.Tool == "" {
 		return ""
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
 // repoFlag is the --repo flag of the commands that read a repository's
@@ -19,8 +19,8 @@ func repoFlag() cli.Flag {
 // openRepo opens the repository that holds dir and its runs, and repairs
 // the runs whose spawn died (their work committed, their record finished
 // as interrupted), telling the user once, on stderr, for each.
-func (d *deps) openRepo(ctx context.Context, dir string) (*spawn.Repo, error) {
-	repo, err := spawn.OpenRepo(ctx, dir, d.env)
+func (d *deps) openRepo(ctx context.Context, dir string) (*runs.Repo, error) {
+	repo, err := runs.OpenRepo(ctx, dir, d.env)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
 // runOptions is `spawn run` after flag parsing.
@@ -177,7 +178,7 @@ func (d *deps) runAgents(json bool, run func() (*observability.Record, error)) e
 // openConfigured opens the repository that holds dir (repairing its
 // abandoned runs) and loads the configuration for it, with the flags'
 // overrides.
-func (d *deps) openConfigured(ctx context.Context, dir, file string, flags config.Overrides) (*spawn.Repo, config.Loaded, error) {
+func (d *deps) openConfigured(ctx context.Context, dir, file string, flags config.Overrides) (*runs.Repo, config.Loaded, error) {
 	repo, err := d.openRepo(ctx, dir)
 	if err != nil {
 		return nil, config.Loaded{}, err

@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
 // sendOptions is `spawn send` after flag parsing.
@@ -37,7 +37,7 @@ func newSendCmd(d *deps) *cli.Command {
 		OnUsageError: onUsageError,
 		Flags: []cli.Flag{
 			repoFlag(),
-			&cli.DurationFlag{Name: "wait", Usage: "how long to wait to see the message delivered (0: do not wait)", Value: spawn.SendWait},
+			&cli.DurationFlag{Name: "wait", Usage: "how long to wait to see the message delivered (0: do not wait)", Value: runs.SendWait},
 			&cli.BoolFlag{Name: "json", Usage: "print what became of the message as one JSON document"},
 		},
 		Action: func(c *cli.Context) error {

@@ -66,7 +66,7 @@ func oneRunRef(c *cli.Context) (string, error) {
 
 // lookupRun opens the repository and finds the run ref names. A reference
 // that names no run or several is a usage error (exit 2).
-func (d *deps) lookupRun(ctx context.Context, repoDir, ref string) (*spawn.Repo, runs.Entry, error) {
+func (d *deps) lookupRun(ctx context.Context, repoDir, ref string) (*runs.Repo, runs.Entry, error) {
 	repo, err := d.openRepo(ctx, repoDir)
 	if err != nil {
 		return nil, runs.Entry{}, err
@@ -127,7 +127,7 @@ func runShow(ctx context.Context, d *deps, opts *showOptions) error {
 		fmt.Fprint(d.io.Out, render(rec, view{removed: cleaned(ctx, repo, rec)}))
 		return nil
 	}
-	l, err := spawn.ReadLive(e.Paths)
+	l, err := runs.ReadLive(e.Paths)
 	if err != nil {
 		fmt.Fprintf(d.io.Err, "spawn: warning: %v\n", err)
 	}
@@ -150,7 +150,7 @@ func ranFor(rec *observability.Record, now time.Time) time.Duration {
 
 // cleaned reports whether the worktree and the branch of the finished run
 // rec are both gone (spawn clean removed them).
-func cleaned(ctx context.Context, repo *spawn.Repo, rec *observability.Record) bool {
+func cleaned(ctx context.Context, repo *runs.Repo, rec *observability.Record) bool {
 	if rec.Branch == "" || rec.SandboxPath == "" {
 		return false
 	}
@@ -162,7 +162,7 @@ func cleaned(ctx context.Context, repo *spawn.Repo, rec *observability.Record) b
 
 // liveSummary is the summary of a run still running: its first line, then
 // what it is doing now, then the rest, with the run's cost so far.
-func liveSummary(rec *observability.Record, l spawn.Live, now time.Time) string {
+func liveSummary(rec *observability.Record, l runs.Live, now time.Time) string {
 	head, rest, _ := strings.Cut(render(rec, view{liveCost: l.CostUSD}), "\n")
 	phase := string(l.Phase)
 	if phase == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -212,7 +213,7 @@ func nextSteps(rec *observability.Record, open int, removed bool) []string {
 		merge = "a merge of its pull request, " + *rec.PRURL
 	}
 	resume := ""
-	if !removed && spawn.Resumable(rec) == nil {
+	if !removed && runs.Resumable(rec) == nil {
 		resume = "spawn resume " + id
 		if rec.Error != nil && (rec.Error.Kind == string(spawn.KindTimeout) || rec.Error.Kind == string(spawn.KindBudget)) {
 			if m := raiseFlagRE.FindStringSubmatch(rec.Error.Message); m != nil {

@@ -26,7 +26,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -39,13 +38,13 @@ type Options struct {
 	Version string
 	// OpenRepo opens the repository holding dir and repairs its abandoned
 	// runs (the CLI's openRepo).
-	OpenRepo func(ctx context.Context, dir string) (*spawn.Repo, error)
+	OpenRepo func(ctx context.Context, dir string) (*runs.Repo, error)
 	// Start starts a detached run and returns its id once the run exists
 	// (spawn run --detach); an input error is a usage *spawn.Error.
 	Start func(ctx context.Context, req StartRequest) (string, error)
 	// LastAction says a live run's last tool call as spawn ps does
 	// ("Edit main.go"); nil says the tool's name alone.
-	LastAction func(spawn.Live) string
+	LastAction func(runs.Live) string
 	// RenderEvents renders events as spawn logs does, one line each; nil
 	// renders the kind and text of each.
 	RenderEvents func([]observability.Event) []string
@@ -139,7 +138,7 @@ func Serve(ctx context.Context, opts Options, t mcp.Transport) error {
 }
 
 // repo opens the repository a call names, or the server's.
-func (s *server) repo(ctx context.Context, dir string) (*spawn.Repo, error) {
+func (s *server) repo(ctx context.Context, dir string) (*runs.Repo, error) {
 	if dir == "" {
 		dir = s.opts.Dir
 	}
@@ -147,7 +146,7 @@ func (s *server) repo(ctx context.Context, dir string) (*spawn.Repo, error) {
 }
 
 // find resolves a call's run reference.
-func (s *server) find(ctx context.Context, dir, ref string) (*spawn.Repo, runs.Entry, error) {
+func (s *server) find(ctx context.Context, dir, ref string) (*runs.Repo, runs.Entry, error) {
 	if ref == "" {
 		return nil, runs.Entry{}, errors.New(`no run given: pass "id", a run id from spawn_start or spawn_list, or "last"`)
 	}

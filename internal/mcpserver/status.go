@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -66,7 +65,7 @@ func (s *server) readStatus(e runs.Entry, now time.Time) (Status, error) {
 			st.Verdict, st.ExitCode = string(sum.Verdict), &code
 		}
 	}
-	live, err := spawn.ReadLive(e.Paths)
+	live, err := runs.ReadLive(e.Paths)
 	if err != nil {
 		return st, err
 	}

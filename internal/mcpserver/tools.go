@@ -9,7 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -179,7 +178,7 @@ func (s *server) waited(e runs.Entry) (*mcp.CallToolResult, Waited, error) {
 // await waits until run e is no longer running or ctx ends, sending
 // progress notifications when req has a progress token. It returns the
 // run as last seen.
-func (s *server) await(ctx context.Context, req *mcp.CallToolRequest, repo *spawn.Repo, e runs.Entry) (runs.Entry, error) {
+func (s *server) await(ctx context.Context, req *mcp.CallToolRequest, repo *runs.Repo, e runs.Entry) (runs.Entry, error) {
 	var token any
 	if req != nil && req.Params != nil {
 		token = req.Params.GetProgressToken()
@@ -287,7 +286,7 @@ func (s *server) send(ctx context.Context, _ *mcp.CallToolRequest, in SendInput)
 	if err != nil {
 		return nil, SentMessage{}, err
 	}
-	sent, err := repo.Send(ctx, in.ID, in.Text, spawn.SendWait)
+	sent, err := repo.Send(ctx, in.ID, in.Text, runs.SendWait)
 	if err != nil {
 		return nil, SentMessage{}, err
 	}

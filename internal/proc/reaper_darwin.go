@@ -130,39 +130,8 @@ func reap() int {
 	if err := watchPid(kq, agent, unix.NOTE_FORK|unix.NOTE_EXIT); err == nil {
 		follow()
 	}
-	events := make(chan unix.Kevent_t, 64)
-	go func() {
-		defer close(events)
-		buf := make([]unix.Kevent_t, 32)
-		for {
-			n, err := unix.Kevent(kq, nil, buf, nil)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil {
-				return
-			}
-			for _, ev := range buf[:n] {
-				events <- ev
-			}
-		}
-	}()
-	exited := make(chan int, 1)
-	go func() {
-		for {
-			var ws syscall.WaitStatus
-			_, err := syscall.Wait4(agent, &ws, 0, nil)
-			if errors.Is(err, syscall.EINTR) {
-				continue
-			}
-			if err != nil {
-				exited <- 128 + int(syscall.SIGKILL)
-				return
-			}
-			exited <- statusCode(ws)
-			return
-		}
-	}()
+	events := kevents(kq)
+	exited := waitAgent(agent)
 
 	code, agentDone := 128+int(syscall.SIGKILL), false
 	tick := time.NewTicker(time.Second)
@@ -191,6 +160,58 @@ wait:
 		}
 	}
 
+	return killAgentTree(line, mark, exited, code, agentDone)
+}
+
+// kevents delivers the events of kq until it fails.
+func kevents(kq int) <-chan unix.Kevent_t {
+	events := make(chan unix.Kevent_t, 64)
+	go func() {
+		defer close(events)
+		buf := make([]unix.Kevent_t, 32)
+		for {
+			n, err := unix.Kevent(kq, nil, buf, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			for _, ev := range buf[:n] {
+				events <- ev
+			}
+		}
+	}()
+	return events
+}
+
+// waitAgent delivers the agent's exit code once it exits (128+SIGKILL
+// when it cannot be waited for).
+func waitAgent(agent int) <-chan int {
+	exited := make(chan int, 1)
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			_, err := syscall.Wait4(agent, &ws, 0, nil)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil {
+				exited <- 128 + int(syscall.SIGKILL)
+				return
+			}
+			exited <- statusCode(ws)
+			return
+		}
+	}()
+	return exited
+}
+
+// killAgentTree kills every process of the agent's tree (line's, and any
+// carrying mark) until none is left and the agent has exited (agentDone,
+// else its code arrives on exited), or reapWait has passed; it returns the
+// agent's exit code.
+func killAgentTree(line *lineage, mark string, exited <-chan int, code int, agentDone bool) int {
 	marked := map[[2]int64]bool{} // (pid, start) -> carries the mark
 	deadline := time.Now().Add(reapWait)
 	for {

@@ -103,9 +103,62 @@ func seatbeltFiles(files []Bind) (readable, masked []string) {
 // spawn's relay listens on, and none at all when RelayPort is 0.
 func (s Spec) Seatbelt() Profile {
 	b := &profileBuilder{resolve: s.resolver()}
-	readableFiles, masked := seatbeltFiles(s.Files)
+	ps := b.paths(s)
+	var w strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&w, format+"\n", args...) }
+	w.WriteString(profileHead)
+	for _, r := range SeatbeltRoots {
+		line("      (subpath %q)", r)
+	}
+	line("      (literal %q))", xcodeSelectLink)
+	line("    %s))", ps.except(nil))
+	if len(ps.reads) > 0 {
+		w.WriteString(profileReads)
+		line("      %s)", subpaths(ps.reads))
+		line("    %s))", ps.except(nil))
+	}
+	if len(ps.writes) > 0 {
+		w.WriteString(profileWrites)
+		line("      %s)", subpaths(ps.writes))
+		line("    %s))", ps.except(ps.readOnlyInside))
+		line("; Unix sockets the agent's tools make in those directories (a test server).")
+		line("(allow system-socket (socket-domain AF_UNIX))")
+		for _, n := range ps.writes {
+			line("(allow network-bind (local unix-socket (subpath (param %q))))", n)
+			line("(allow network-outbound (remote unix-socket (subpath (param %q))))", n)
+		}
+	}
+	w.WriteString(profileMetadata)
+	for _, l := range seatbeltLinks {
+		line("  (literal %q)", l)
+	}
+	for _, a := range ps.ancestors {
+		line("  (literal (param %q))", a)
+	}
+	w.WriteString(profileSystem)
+	switch {
+	case s.NoNetwork && s.RelayPort > 0:
+		w.WriteString(profileRelayOnly)
+		line("(allow network-outbound (remote ip \"localhost:%d\"))", s.RelayPort)
+	case s.NoNetwork:
+		line("; No network at all: no address, no name resolution.")
+	default:
+		w.WriteString(profileOpenNetwork)
+	}
+	return Profile{Text: w.String(), Params: b.params}
+}
 
-	var reads, writes, masks []string // parameter names
+// profilePaths are the parameters of a profile's paths: read-only,
+// writable, masked, the read-only ones inside a writable one, and the
+// directories that lead to them.
+type profilePaths struct {
+	reads, writes, masks, readOnlyInside, ancestors []string
+}
+
+// paths makes s's paths real and names them as parameters.
+func (b *profileBuilder) paths(s Spec) profilePaths {
+	var ps profilePaths
+	readableFiles, masked := seatbeltFiles(s.Files)
 	var readPaths, writePaths []string
 	for _, p := range append(append([]string{}, s.ReadOnly...), readableFiles...) {
 		if p = b.real(p); !under(p, SeatbeltRoots) && !contains(readPaths, p) {
@@ -121,181 +174,156 @@ func (s Spec) Seatbelt() Profile {
 		}
 	}
 	for _, p := range readPaths {
-		reads = append(reads, b.param("READ", p))
+		ps.reads = append(ps.reads, b.param("READ", p))
 	}
 	for _, p := range writePaths {
-		writes = append(writes, b.param("WRITE", p))
+		ps.writes = append(ps.writes, b.param("WRITE", p))
 	}
 	for _, p := range masked {
-		masks = append(masks, b.param("MASK", b.real(p)))
+		ps.masks = append(ps.masks, b.param("MASK", b.real(p)))
 	}
 	// A read-only path inside a writable one stays read-only, as a
 	// read-only mount over a writable one does under bubblewrap.
-	var readOnlyInside []string
 	for i, p := range readPaths {
 		if under(p, writePaths) {
-			readOnlyInside = append(readOnlyInside, reads[i])
+			ps.readOnlyInside = append(ps.readOnlyInside, ps.reads[i])
 		}
 	}
-	var ancestors []string
 	for _, p := range ancestorsOf(append(append([]string{}, readPaths...), writePaths...)) {
-		ancestors = append(ancestors, b.param("PARENT", p))
+		ps.ancestors = append(ps.ancestors, b.param("PARENT", p))
 	}
-
-	except := func(extra []string) string {
-		var parts []string
-		for _, p := range SeatbeltEtcSecrets {
-			parts = append(parts, fmt.Sprintf("(require-not (subpath %q))", p))
-		}
-		for _, m := range masks {
-			parts = append(parts, fmt.Sprintf("(require-not (subpath (param %q)))", m))
-		}
-		for _, r := range extra {
-			parts = append(parts, fmt.Sprintf("(require-not (subpath (param %q)))", r))
-		}
-		return strings.Join(parts, "\n    ")
-	}
-	subpaths := func(names []string) string {
-		var parts []string
-		for _, n := range names {
-			parts = append(parts, fmt.Sprintf("(subpath (param %q))", n))
-		}
-		return strings.Join(parts, "\n      ")
-	}
-
-	var w strings.Builder
-	line := func(format string, args ...any) { fmt.Fprintf(&w, format+"\n", args...) }
-	line("(version 1)")
-	line("; spawn's Seatbelt profile for one agent. Every path that comes from this")
-	line("; machine or the configuration is a parameter (sandbox-exec -D), never text")
-	line("; of the profile. Every rule allows; each exception is a require-not inside")
-	line("; the rule it narrows, so no rule depends on the order of the others.")
-	line("; \"Contract N\" is line N of the confinement contract in SECURITY.md.")
-	line("")
-	line("; Contract 3 (the sandbox is an allowlist): what no rule below allows is denied:")
-	line("; your HOME, the host's /tmp and /var/run (and the sockets there: ssh-agent,")
-	line("; gpg-agent, docker), .git/config, other runs, your keychain (no securityd).")
-	line("(deny default)")
-	line("")
-	line("; The agent runs programs and forks. It signals and inspects only processes of")
-	line("; its own sandbox, which every child inherits and none can leave.")
-	line("(allow process-exec)")
-	line("(allow process-fork)")
-	line("(allow signal (target same-sandbox))")
-	line("(allow process-info* (target same-sandbox))")
-	line("")
-	line("; Contract 3: the system's directories, read-only, the secrets of /etc masked.")
-	line("(allow file-read* file-map-executable")
-	line("  (require-all")
-	line("    (require-any")
-	for _, r := range SeatbeltRoots {
-		line("      (subpath %q)", r)
-	}
-	line("      (literal %q))", xcodeSelectLink)
-	line("    %s))", except(nil))
-	if len(reads) > 0 {
-		line("")
-		line("; Contract 3: the toolchains on the agent's PATH, its CLI's install, spawn's")
-		line("; binary (its hooks) and, for the coder, your objects, read-only (contract 2:")
-		line("; the coder's store borrows them and cannot change them).")
-		line("(allow file-read* file-map-executable")
-		line("  (require-all")
-		line("    (require-any")
-		line("      %s)", subpaths(reads))
-		line("    %s))", except(nil))
-	}
-	if len(writes) > 0 {
-		line("")
-		line("; Contract 2 and 3: the agent's worktree with its own git store, and its")
-		line("; private directory (its HOME and TMPDIR), readable and writable. Nothing")
-		line("; else is writable: there is no private /tmp on macOS, the host's is denied.")
-		line("(allow file-read* file-map-executable file-write*")
-		line("  (require-all")
-		line("    (require-any")
-		line("      %s)", subpaths(writes))
-		line("    %s))", except(readOnlyInside))
-		line("; Unix sockets the agent's tools make in those directories (a test server).")
-		line("(allow system-socket (socket-domain AF_UNIX))")
-		for _, n := range writes {
-			line("(allow network-bind (local unix-socket (subpath (param %q))))", n)
-			line("(allow network-outbound (remote unix-socket (subpath (param %q))))", n)
-		}
-	}
-	line("")
-	line("; Finding the paths above: the metadata (not the contents) of the directories")
-	line("; that lead to them, and of the links at the top of the file system.")
-	line("(allow file-read-metadata")
-	line("  (literal \"/\")")
-	line("  (literal \"/private\")")
-	line("  (literal \"/private/var\")")
-	line("  (literal \"/private/var/db\")")
-	line("  (literal \"/Library\")")
-	line("  (literal \"/Library/Application Support\")")
-	line("  (literal \"/System\")")
-	for _, l := range seatbeltLinks {
-		line("  (literal %q)", l)
-	}
-	for _, a := range ancestors {
-		line("  (literal (param %q))", a)
-	}
-	line("  (literal \"/dev\"))")
-	line("")
-	line("; Devices every program expects; no terminal: no ioctl on any tty, so no")
-	line("; keystrokes pushed into yours (TIOCSTI).")
-	line("(allow file-read* file-write-data")
-	line("  (literal \"/dev/null\")")
-	line("  (literal \"/dev/zero\"))")
-	line("(allow file-read*")
-	line("  (literal \"/dev/random\")")
-	line("  (literal \"/dev/urandom\"))")
-	line("(allow file-read-data file-write-data (subpath \"/dev/fd\"))")
-	line("(allow file-read* file-write-data file-ioctl (literal \"/dev/dtracehelper\"))")
-	line("")
-	line("; The system's settings a runtime reads (CPUs, memory, OS version), but not the")
-	line("; process table nor another process's arguments and environment (where your")
-	line("; keys are): as in bubblewrap's pid namespace, the agent sees no other process.")
-	line("(allow sysctl-read")
-	line("  (require-all")
-	line("    (require-not (sysctl-name-prefix \"kern.proc.\"))")
-	line("    (require-not (sysctl-name \"kern.proc\"))")
-	line("    (require-not (sysctl-name-prefix \"kern.procargs\"))))")
-	line("(allow mach-host*)")
-	line("(allow ipc-posix-sem)")
-	line("; User and group names (getpwuid), the system log, notifications.")
-	line("(allow mach-lookup")
-	line("  (global-name \"com.apple.system.opendirectoryd.libinfo\")")
-	line("  (global-name \"com.apple.system.notification_center\")")
-	line("  (global-name \"com.apple.system.logger\")")
-	line("  (global-name \"com.apple.logd\"))")
-	line("")
-	switch {
-	case s.NoNetwork && s.RelayPort > 0:
-		line("; Contract 6 and 7 (model-only): the agent's only way out is the model relay.")
-		line("; macOS has no network namespace: spawn's relay listens on the host's loopback,")
-		line("; and this port on it is the one address the agent may connect to. It cannot")
-		line("; listen, resolve names, or reach any other address or socket.")
-		line("(allow network-outbound (remote ip \"localhost:%d\"))", s.RelayPort)
-	case s.NoNetwork:
-		line("; No network at all: no address, no name resolution.")
-	default:
-		line("; network = \"open\": the host's network, and name resolution (mDNSResponder,")
-		line("; the resolver's configuration, certificate trust). Still no unix socket but")
-		line("; the agent's own: not ssh-agent's, not docker's.")
-		line("(allow network-outbound (remote ip \"*:*\"))")
-		line("(allow network-inbound (local ip \"*:*\"))")
-		line("(allow network-bind (local ip \"*:*\"))")
-		line("(allow network-outbound (literal \"/private/var/run/mDNSResponder\"))")
-		line("(allow file-read* (literal \"/private/var/run/resolv.conf\"))")
-		line("(allow system-socket (require-all (socket-domain AF_SYSTEM) (socket-protocol 2)))")
-		line("(allow mach-lookup")
-		line("  (global-name \"com.apple.SystemConfiguration.DNSConfiguration\")")
-		line("  (global-name \"com.apple.SystemConfiguration.configd\")")
-		line("  (global-name \"com.apple.dnssd.service\")")
-		line("  (global-name \"com.apple.trustd.agent\")")
-		line("  (global-name \"com.apple.ocspd\"))")
-	}
-	return Profile{Text: w.String(), Params: b.params}
+	return ps
 }
+
+// except are the require-nots that narrow a rule: the secrets of /etc,
+// the masked files, and the parameters extra.
+func (ps profilePaths) except(extra []string) string {
+	var parts []string
+	for _, p := range SeatbeltEtcSecrets {
+		parts = append(parts, fmt.Sprintf("(require-not (subpath %q))", p))
+	}
+	for _, m := range append(append([]string{}, ps.masks...), extra...) {
+		parts = append(parts, fmt.Sprintf("(require-not (subpath (param %q)))", m))
+	}
+	return strings.Join(parts, "\n    ")
+}
+
+// subpaths is a require-any's list of the parameters names.
+func subpaths(names []string) string {
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("(subpath (param %q))", n))
+	}
+	return strings.Join(parts, "\n      ")
+}
+
+// The fixed parts of the profile, in its order.
+const (
+	profileHead = `(version 1)
+; spawn's Seatbelt profile for one agent. Every path that comes from this
+; machine or the configuration is a parameter (sandbox-exec -D), never text
+; of the profile. Every rule allows; each exception is a require-not inside
+; the rule it narrows, so no rule depends on the order of the others.
+; "Contract N" is line N of the confinement contract in SECURITY.md.
+
+; Contract 3 (the sandbox is an allowlist): what no rule below allows is denied:
+; your HOME, the host's /tmp and /var/run (and the sockets there: ssh-agent,
+; gpg-agent, docker), .git/config, other runs, your keychain (no securityd).
+(deny default)
+
+; The agent runs programs and forks. It signals and inspects only processes of
+; its own sandbox, which every child inherits and none can leave.
+(allow process-exec)
+(allow process-fork)
+(allow signal (target same-sandbox))
+(allow process-info* (target same-sandbox))
+
+; Contract 3: the system's directories, read-only, the secrets of /etc masked.
+(allow file-read* file-map-executable
+  (require-all
+    (require-any
+`
+	profileReads = `
+; Contract 3: the toolchains on the agent's PATH, its CLI's install, spawn's
+; binary (its hooks) and, for the coder, your objects, read-only (contract 2:
+; the coder's store borrows them and cannot change them).
+(allow file-read* file-map-executable
+  (require-all
+    (require-any
+`
+	profileWrites = `
+; Contract 2 and 3: the agent's worktree with its own git store, and its
+; private directory (its HOME and TMPDIR), readable and writable. Nothing
+; else is writable: there is no private /tmp on macOS, the host's is denied.
+(allow file-read* file-map-executable file-write*
+  (require-all
+    (require-any
+`
+	profileMetadata = `
+; Finding the paths above: the metadata (not the contents) of the directories
+; that lead to them, and of the links at the top of the file system.
+(allow file-read-metadata
+  (literal "/")
+  (literal "/private")
+  (literal "/private/var")
+  (literal "/private/var/db")
+  (literal "/Library")
+  (literal "/Library/Application Support")
+  (literal "/System")
+`
+	profileSystem = `  (literal "/dev"))
+
+; Devices every program expects; no terminal: no ioctl on any tty, so no
+; keystrokes pushed into yours (TIOCSTI).
+(allow file-read* file-write-data
+  (literal "/dev/null")
+  (literal "/dev/zero"))
+(allow file-read*
+  (literal "/dev/random")
+  (literal "/dev/urandom"))
+(allow file-read-data file-write-data (subpath "/dev/fd"))
+(allow file-read* file-write-data file-ioctl (literal "/dev/dtracehelper"))
+
+; The system's settings a runtime reads (CPUs, memory, OS version), but not the
+; process table nor another process's arguments and environment (where your
+; keys are): as in bubblewrap's pid namespace, the agent sees no other process.
+(allow sysctl-read
+  (require-all
+    (require-not (sysctl-name-prefix "kern.proc."))
+    (require-not (sysctl-name "kern.proc"))
+    (require-not (sysctl-name-prefix "kern.procargs"))))
+(allow mach-host*)
+(allow ipc-posix-sem)
+; User and group names (getpwuid), the system log, notifications.
+(allow mach-lookup
+  (global-name "com.apple.system.opendirectoryd.libinfo")
+  (global-name "com.apple.system.notification_center")
+  (global-name "com.apple.system.logger")
+  (global-name "com.apple.logd"))
+
+`
+	profileRelayOnly = `; Contract 6 and 7 (model-only): the agent's only way out is the model relay.
+; macOS has no network namespace: spawn's relay listens on the host's loopback,
+; and this port on it is the one address the agent may connect to. It cannot
+; listen, resolve names, or reach any other address or socket.
+`
+	profileOpenNetwork = `; network = "open": the host's network, and name resolution (mDNSResponder,
+; the resolver's configuration, certificate trust). Still no unix socket but
+; the agent's own: not ssh-agent's, not docker's.
+(allow network-outbound (remote ip "*:*"))
+(allow network-inbound (local ip "*:*"))
+(allow network-bind (local ip "*:*"))
+(allow network-outbound (literal "/private/var/run/mDNSResponder"))
+(allow file-read* (literal "/private/var/run/resolv.conf"))
+(allow system-socket (require-all (socket-domain AF_SYSTEM) (socket-protocol 2)))
+(allow mach-lookup
+  (global-name "com.apple.SystemConfiguration.DNSConfiguration")
+  (global-name "com.apple.SystemConfiguration.configd")
+  (global-name "com.apple.dnssd.service")
+  (global-name "com.apple.trustd.agent")
+  (global-name "com.apple.ocspd"))
+`
+)
 
 // profileBuilder names a profile's parameters.
 type profileBuilder struct {

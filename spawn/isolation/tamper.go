@@ -256,66 +256,107 @@ func readHooks(dir string) (map[string]file, error) {
 // A change to the user's work tree is reported, never touched. The changes
 // are sorted; err reports what could not be read or restored.
 func (g Guard) Check(ctx context.Context, before Snapshot) ([]Change, error) {
-	var changes []Change
-	var errs []error
-	restore := func(what, name string, old []byte) {
-		path := filepath.Join(g.CommonDir, name)
-		now, err := os.ReadFile(path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("read %s: %w", path, err))
-			return
-		}
-		if bytes.Equal(now, old) {
-			return
-		}
-		err = os.WriteFile(path, old, 0o644)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("restore %s: %w", path, err))
-		}
-		changes = append(changes, Change{What: what + " was changed", Restored: err == nil})
+	c := &check{g: g, before: before}
+	c.files()
+	c.objects()
+	c.hooks()
+	if err := c.refs(ctx); err != nil {
+		return sorted(c.changes), errors.Join(append(c.errs, err)...)
 	}
-	restore(".git/config", "config", before.config)
-	restore("HEAD of the main work tree", "HEAD", before.head)
-	for name, old := range before.files {
-		path := filepath.Join(g.CommonDir, name)
-		if old == nil {
-			if _, err := os.Lstat(path); err == nil {
-				err = os.Remove(path)
-				if err != nil {
-					errs = append(errs, fmt.Errorf("remove %s: %w", path, err))
-				}
-				changes = append(changes, Change{What: ".git/" + name + " was created", Restored: err == nil})
-			}
+	c.tree(ctx)
+	return sorted(c.changes), errors.Join(c.errs...)
+}
+
+// check is one Guard.Check: the changes found since before, and what
+// could not be read or restored.
+type check struct {
+	g       Guard
+	before  Snapshot
+	changes []Change
+	errs    []error
+}
+
+// change notes a change; restored says it was undone, err why it was not.
+func (c *check) change(what string, err error) {
+	if err != nil {
+		c.errs = append(c.errs, err)
+	}
+	c.changes = append(c.changes, Change{What: what, Restored: err == nil})
+}
+
+// restore rewrites the git directory's file name from old when it
+// changed.
+func (c *check) restore(what, name string, old []byte) {
+	path := filepath.Join(c.g.CommonDir, name)
+	now, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.errs = append(c.errs, fmt.Errorf("read %s: %w", path, err))
+		return
+	}
+	if bytes.Equal(now, old) {
+		return
+	}
+	if err = os.WriteFile(path, old, 0o644); err != nil {
+		err = fmt.Errorf("restore %s: %w", path, err)
+	}
+	c.change(what+" was changed", err)
+}
+
+// files puts back .git/config, HEAD and the files of .git/info, and
+// removes such a file an agent created.
+func (c *check) files() {
+	c.restore(".git/config", "config", c.before.config)
+	c.restore("HEAD of the main work tree", "HEAD", c.before.head)
+	for name, old := range c.before.files {
+		if old != nil {
+			c.restore(".git/"+name, name, old)
 			continue
 		}
-		restore(".git/"+name, name, old)
+		path := filepath.Join(c.g.CommonDir, name)
+		if _, err := os.Lstat(path); err != nil {
+			continue
+		}
+		err := os.Remove(path)
+		if err != nil {
+			err = fmt.Errorf("remove %s: %w", path, err)
+		}
+		c.change(".git/"+name+" was created", err)
 	}
-	objects, err := objectFiles(filepath.Join(g.CommonDir, "objects"))
+}
+
+// objects reports an object file deleted, replaced or changed in place;
+// git cannot undo that (run git fsck).
+func (c *check) objects() {
+	dir := filepath.Join(c.g.CommonDir, "objects")
+	objects, err := objectFiles(dir)
 	if err != nil {
-		errs = append(errs, err)
+		c.errs = append(c.errs, err)
 	}
-	for name, old := range before.objects {
+	for name, old := range c.before.objects {
 		now, ok := objects[name]
 		switch {
 		case objects == nil:
 		case !ok:
-			changes = append(changes, Change{What: fmt.Sprintf("the object store's %s was deleted", name)})
+			c.changes = append(c.changes, Change{What: fmt.Sprintf("the object store's %s was deleted", name)})
 		case now.size != old.size || now.ino != old.ino:
-			changes = append(changes, Change{What: fmt.Sprintf("the object store's %s was replaced (run git fsck)", name)})
-		case now.mtime != old.mtime && !looseObjectIntact(filepath.Join(g.CommonDir, "objects"), name):
+			c.changes = append(c.changes, Change{What: fmt.Sprintf("the object store's %s was replaced (run git fsck)", name)})
+		case now.mtime != old.mtime && !looseObjectIntact(dir, name):
 			// git itself touches an object it finds again (freshening): a
 			// loose object whose time changed is checked against its name.
-			changes = append(changes, Change{What: fmt.Sprintf("the object store's %s was changed in place (run git fsck)", name)})
+			c.changes = append(c.changes, Change{What: fmt.Sprintf("the object store's %s was changed in place (run git fsck)", name)})
 		}
 	}
+}
 
-	hooksDir := filepath.Join(g.CommonDir, "hooks")
+// hooks puts back every hook added, changed or deleted.
+func (c *check) hooks() {
+	hooksDir := filepath.Join(c.g.CommonDir, "hooks")
 	now, err := readHooks(hooksDir)
 	if err != nil {
-		errs = append(errs, err)
+		c.errs = append(c.errs, err)
 	}
 	for name, f := range now {
-		old, ok := before.hooks[name]
+		old, ok := c.before.hooks[name]
 		if ok && bytes.Equal(old.data, f.data) && old.mode == f.mode {
 			continue
 		}
@@ -325,68 +366,70 @@ func (g Guard) Check(ctx context.Context, before Snapshot) ([]Change, error) {
 			err = writeHook(path, old)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("restore the hook %s: %w", path, err))
+			err = fmt.Errorf("restore the hook %s: %w", path, err)
 		}
 		verb := "was added"
 		if ok {
 			verb = "was changed"
 		}
-		changes = append(changes, Change{What: fmt.Sprintf("the hook .git/hooks/%s %s", name, verb), Restored: err == nil})
+		c.change(fmt.Sprintf("the hook .git/hooks/%s %s", name, verb), err)
 	}
-	for name, old := range before.hooks {
+	for name, old := range c.before.hooks {
 		if _, ok := now[name]; ok {
 			continue
 		}
 		path := filepath.Join(hooksDir, name)
 		err := writeHook(path, old)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("restore the hook %s: %w", path, err))
+			err = fmt.Errorf("restore the hook %s: %w", path, err)
 		}
-		changes = append(changes, Change{What: fmt.Sprintf("the hook .git/hooks/%s was deleted", name), Restored: err == nil})
+		c.change(fmt.Sprintf("the hook .git/hooks/%s was deleted", name), err)
 	}
+}
 
-	refs, err := g.refs(ctx)
+// refs puts back every ref outside the run's own that moved, appeared or
+// vanished. The error says the refs could not be read.
+func (c *check) refs(ctx context.Context) error {
+	refs, err := c.g.refs(ctx)
 	if err != nil {
-		return sorted(changes), errors.Join(append(errs, err)...)
+		return err
+	}
+	undo := func(what string, doing string, args ...string) {
+		_, err := c.g.Git.Run(ctx, append(safeGit, append([]string{"update-ref"}, args...)...)...)
+		if err != nil {
+			err = fmt.Errorf("%s: %w", doing, err)
+		}
+		c.change(what, err)
 	}
 	for ref, sha := range refs {
-		old, ok := before.refs[ref]
+		old, ok := c.before.refs[ref]
 		switch {
 		case ok && old == sha:
-			continue
 		case ok:
-			_, err := g.Git.Run(ctx, append(safeGit, "update-ref", "-m", "spawn: undo a sandbox's change", "--end-of-options", ref, old, sha)...)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("move %s back: %w", ref, err))
-			}
-			changes = append(changes, Change{What: fmt.Sprintf("%s moved from %s to %s", ref, short(old), short(sha)), Restored: err == nil})
+			undo(fmt.Sprintf("%s moved from %s to %s", ref, short(old), short(sha)), "move "+ref+" back",
+				"-m", "spawn: undo a sandbox's change", "--end-of-options", ref, old, sha)
 		default:
-			_, err := g.Git.Run(ctx, append(safeGit, "update-ref", "-d", "--end-of-options", ref, sha)...)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("delete %s: %w", ref, err))
-			}
-			changes = append(changes, Change{What: fmt.Sprintf("%s was created at %s", ref, short(sha)), Restored: err == nil})
+			undo(fmt.Sprintf("%s was created at %s", ref, short(sha)), "delete "+ref, "-d", "--end-of-options", ref, sha)
 		}
 	}
-	for ref, old := range before.refs {
-		if _, ok := refs[ref]; ok {
-			continue
+	for ref, old := range c.before.refs {
+		if _, ok := refs[ref]; !ok {
+			undo(fmt.Sprintf("%s was deleted (it was at %s)", ref, short(old)), "restore "+ref,
+				"-m", "spawn: undo a sandbox's change", "--end-of-options", ref, old, "")
 		}
-		_, err := g.Git.Run(ctx, append(safeGit, "update-ref", "-m", "spawn: undo a sandbox's change", "--end-of-options", ref, old, "")...)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("restore %s: %w", ref, err))
-		}
-		changes = append(changes, Change{What: fmt.Sprintf("%s was deleted (it was at %s)", ref, short(old)), Restored: err == nil})
 	}
+	return nil
+}
 
-	status, err := g.Git.Run(ctx, append(safeGit, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none")...)
+// tree reports a change to the user's work tree, never touched.
+func (c *check) tree(ctx context.Context) {
+	status, err := c.g.Git.Run(ctx, append(safeGit, "status", "--porcelain", "--untracked-files=all", "--ignore-submodules=none")...)
 	switch {
 	case err != nil:
-		errs = append(errs, fmt.Errorf("read the work tree's status: %w", err))
-	case status != before.status:
-		changes = append(changes, Change{What: fmt.Sprintf("the user's work tree changed (status before: %q, after: %q)", before.status, status), Tree: true})
+		c.errs = append(c.errs, fmt.Errorf("read the work tree's status: %w", err))
+	case status != c.before.status:
+		c.changes = append(c.changes, Change{What: fmt.Sprintf("the user's work tree changed (status before: %q, after: %q)", c.before.status, status), Tree: true})
 	}
-	return sorted(changes), errors.Join(errs...)
 }
 
 func writeHook(path string, f file) error {

@@ -1,7 +1,19 @@
-// Package runs is spawn's run registry. It owns <repo>/.spawn/runs/<id>/
-// and nothing else: the layout of a run directory, the live lock that says
-// a process is still working on a run, listing runs and finding one by id,
-// id prefix or "last". It creates no worktree or branch and commits nothing.
+// Package runs is spawn's run registry and a repository's runs as the
+// lifecycle commands (ls, show, ps, logs, diff, clean, send, stop, resume)
+// see them.
+//
+// The registry (Registry, Run, Entry) owns <repo>/.spawn/runs/<id>/ and
+// nothing else: the layout of a run directory, the live lock that says a
+// process is still working on a run, listing runs and finding one by id,
+// id prefix or "last". It creates no worktree or branch and commits
+// nothing.
+//
+// A Repo (OpenRepo) is the repository around it: it repairs the runs
+// whose spawn died (their work committed through the sandbox's git
+// helper, their record finished as interrupted), cleans runs' worktrees
+// and branches, sends messages to a live run's coder, and stops one. Its
+// errors are *fault.Error, whose kind decides spawn's exit code. Running a
+// run is package spawn's; nothing here starts an agent.
 //
 // A run directory holds:
 //

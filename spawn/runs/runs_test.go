@@ -23,7 +23,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
 // The test binary doubles as a second spawn process: with helperEnv set,
@@ -34,7 +36,13 @@ const (
 	helperIDEnv  = "RUNS_TEST_RUN_ID"
 )
 
+// TestMain also answers as spawn's git helper (sandbox.HelperArg), which Clean and
+// Repair run on a run's worktree by re-executing this binary.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.HelperArg {
+		proc.Exit(sandbox.Helper(os.Stdin, os.Stdout, os.Stderr))
+	}
+	proc.Main()
 	mode := os.Getenv(helperEnv)
 	if mode == "" {
 		os.Exit(m.Run())

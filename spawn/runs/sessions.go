@@ -1,4 +1,4 @@
-package spawn
+package runs
 
 import (
 	"errors"
@@ -17,17 +17,21 @@ import (
 // (runners.Agent.Sessions), at the same paths.
 const sessionsName = "coder-sessions"
 
+// SessionsDir is where the run's directory keeps its coder's sessions
+// between spawn processes, for `spawn resume` (KeepSessions).
+func (p Paths) SessionsDir() string { return filepath.Join(p.Dir, sessionsName) }
+
 // maxSessionFile bounds one session file spawn keeps.
 const maxSessionFile = 256 << 20
 
-// keepSessions copies the coder's sessions out of its private directory
+// KeepSessions copies the coder's sessions out of its private directory
 // (private: the directory the coder's sandbox shows writable; sessions
 // are the folders in it that hold them) into kept (replacing what kept
 // held), secrets redacted as in every file spawn writes. The coder could
 // write all of private: it is read through an os.Root, so that no link
 // leads spawn out of it, and only regular files are copied. A coder that
 // never ran has none: nothing is copied.
-func keepSessions(private string, sessions []string, kept string, red *observability.Redactor) error {
+func KeepSessions(private string, sessions []string, kept string, red *observability.Redactor) error {
 	root, err := os.OpenRoot(private)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -77,11 +81,11 @@ func keepSessions(private string, sessions []string, kept string, red *observabi
 	return nil
 }
 
-// restoreSessions copies kept sessions into a new private directory dir,
+// RestoreSessions copies kept sessions into a new private directory dir,
 // at the paths they were kept from, so that the coder's session can be
 // resumed; nothing when none were kept. What the CLI's adapter already
 // put there (its settings) is kept: a file of the same name is replaced.
-func restoreSessions(kept, dir string) error {
+func RestoreSessions(kept, dir string) error {
 	if _, err := os.Stat(kept); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

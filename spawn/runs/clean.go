@@ -1,4 +1,4 @@
-package spawn
+package runs
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
-	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -123,7 +123,7 @@ type Cleaned struct {
 //
 // Runs are cleaned one at a time, each under its live lock, while the
 // repository's lock holds off new runs. A reference that names no run is
-// a usage *Error and nothing is cleaned. The runs are returned in the
+// a usage *fault.Error and nothing is cleaned. The runs are returned in the
 // order selected (newest first for All and OlderThan); the error is for
 // what stopped Clean as a whole, per-run failures are CleanFailed.
 func (r *Repo) Clean(ctx context.Context, opts CleanOptions) (_ []Cleaned, err error) {
@@ -132,14 +132,14 @@ func (r *Repo) Clean(ctx context.Context, opts CleanOptions) (_ []Cleaned, err e
 		now = opts.Now
 	}
 	if len(opts.Refs) > 0 && (opts.All || opts.OlderThan > 0) {
-		return nil, errorf(KindUsage, nil, "give run ids, or --all / --older-than, not both")
+		return nil, fault.Errorf(fault.KindUsage, nil, "give run ids, or --all / --older-than, not both")
 	}
 	if len(opts.Refs) == 0 && !opts.All && opts.OlderThan <= 0 {
-		return nil, errorf(KindUsage, nil, "say which runs to clean: run ids, --all, or --older-than 7d")
+		return nil, fault.Errorf(fault.KindUsage, nil, "say which runs to clean: run ids, --all, or --older-than 7d")
 	}
 	entries, err := r.Registry.List()
 	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot read the run registry: %v", err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot read the run registry: %v", err)
 	}
 	selected, err := r.selectRuns(entries, opts, now())
 	if err != nil {
@@ -151,24 +151,24 @@ func (r *Repo) Clean(ctx context.Context, opts CleanOptions) (_ []Cleaned, err e
 	if !opts.DryRun {
 		var unlock func() error
 		if unlock, err = r.Registry.LockRepo(ctx); err != nil {
-			return nil, errorf(KindInternal, err, "cannot lock %s to clean runs: %v", filepath.Join(r.Dir, sandbox.Dir), err)
+			return nil, fault.Errorf(fault.KindInternal, err, "cannot lock %s to clean runs: %v", filepath.Join(r.Dir, sandbox.Dir), err)
 		}
 		defer func() { err = errors.Join(err, unlock()) }()
 		// Under the lock no run is being created: the branches of every
 		// run are known.
 		if entries, err = r.Registry.List(); err != nil {
-			return nil, errorf(KindInternal, err, "cannot read the run registry: %v", err)
+			return nil, fault.Errorf(fault.KindInternal, err, "cannot read the run registry: %v", err)
 		}
 	}
 	w, err := r.readWorktrees(ctx)
 	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot list the repository's worktrees: %v", err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot list the repository's worktrees: %v", err)
 	}
 	excludes := runBranchPatterns(entries)
 	explicit := len(opts.Refs) > 0
 	jail := &cleanJail{}
 	if jail.exe, err = os.Executable(); err != nil {
-		return nil, errorf(KindInternal, err, "cannot find spawn's own binary: %v", err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot find spawn's own binary: %v", err)
 	}
 	var out []Cleaned
 	for _, e := range selected {
@@ -182,9 +182,9 @@ func (r *Repo) Clean(ctx context.Context, opts CleanOptions) (_ []Cleaned, err e
 }
 
 // selectRuns resolves opts to registry entries, without duplicates.
-func (r *Repo) selectRuns(entries []runs.Entry, opts CleanOptions, now time.Time) ([]runs.Entry, error) {
+func (r *Repo) selectRuns(entries []Entry, opts CleanOptions, now time.Time) ([]Entry, error) {
 	if len(opts.Refs) > 0 {
-		var sel []runs.Entry
+		var sel []Entry
 		seen := map[string]bool{}
 		for _, ref := range opts.Refs {
 			e, err := r.Find(ref)
@@ -198,7 +198,7 @@ func (r *Repo) selectRuns(entries []runs.Entry, opts CleanOptions, now time.Time
 		}
 		return sel, nil
 	}
-	var sel []runs.Entry
+	var sel []Entry
 	for _, e := range entries {
 		if opts.OlderThan > 0 {
 			at, ok := runTime(e)
@@ -214,7 +214,7 @@ func (r *Repo) selectRuns(entries []runs.Entry, opts CleanOptions, now time.Time
 // runTime is when a run ended, or started when it has not ended; a run
 // without a readable record is dated by its id. ok is false when neither
 // says.
-func runTime(e runs.Entry) (time.Time, bool) {
+func runTime(e Entry) (time.Time, bool) {
 	if s := e.Summary; s != nil {
 		if s.FinishedAt != nil && !s.FinishedAt.IsZero() {
 			return *s.FinishedAt, true
@@ -236,7 +236,7 @@ func runTime(e runs.Entry) (time.Time, bool) {
 // `git rev-list --exclude` patterns relative to refs/heads: each run's ref
 // namespace and each recorded branch. Branch names cannot hold glob
 // characters, so a recorded name matches only itself.
-func runBranchPatterns(entries []runs.Entry) []string {
+func runBranchPatterns(entries []Entry) []string {
 	var pats []string
 	for _, e := range entries {
 		pats = append(pats, "spawn/"+e.ID+"/*")
@@ -299,23 +299,23 @@ func canon(path string) string {
 
 // cleanOne cleans one run under its live lock (a dry run takes no lock
 // and reads the registry's view of it instead).
-func (r *Repo) cleanOne(ctx context.Context, e runs.Entry, opts CleanOptions, w worktrees, excludes []string, jail *cleanJail) Cleaned {
+func (r *Repo) cleanOne(ctx context.Context, e Entry, opts CleanOptions, w worktrees, excludes []string, jail *cleanJail) Cleaned {
 	c := Cleaned{ID: e.ID, Branches: []string{}, Unsaved: []Unsaved{}}
-	var run *runs.Run
+	var run *Run
 	if opts.DryRun {
-		if e.State == runs.StateRunning {
+		if e.State == StateRunning {
 			c.Action, c.Reason = CleanLive, liveReason(e.ID, e.Holder)
 			return c
 		}
 	} else {
 		var err error
 		run, err = r.Registry.Acquire(e.ID)
-		var live *runs.LiveError
+		var live *LiveError
 		switch {
 		case errors.As(err, &live):
 			c.Action, c.Reason = CleanLive, liveReason(e.ID, live.Holder)
 			return c
-		case errors.Is(err, runs.ErrNotFound):
+		case errors.Is(err, ErrNotFound):
 			c.Action, c.Reason = CleanNothing, "the run was removed meanwhile"
 			return c
 		case err != nil:
@@ -440,7 +440,7 @@ func (j *cleanJail) of(ctx context.Context, env []string, sb *sandbox.Sandbox) s
 	if !j.probed {
 		j.report, j.probed = isolation.Probe(ctx, env), true
 	}
-	return gitJail(j.report, env, sb)
+	return isolation.GitJail(j.report, env, sb)
 }
 
 // finishClean sets c's outcome; an error releasing (or removing) the run
@@ -458,8 +458,8 @@ func finishClean(c Cleaned, action CleanAction, reason string, releaseErr error)
 }
 
 // liveReason says which process holds a live run.
-func liveReason(id string, h *runs.Holder) string {
-	return (&runs.LiveError{ID: id, Holder: h}).Error() + "; stop it first with spawn stop " + id
+func liveReason(id string, h *Holder) string {
+	return (&LiveError{ID: id, Holder: h}).Error() + "; stop it first with spawn stop " + id
 }
 
 // refusal says what a refused run would lose.

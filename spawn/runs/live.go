@@ -1,4 +1,4 @@
-package spawn
+package runs
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
 // Live is what a run is doing now, as the end of its event stream
@@ -63,7 +62,7 @@ const (
 // skipped, as is a line that is not an event. A run with no event stream
 // yet (it is starting) is a zero Live and no error. ReadLive only reads:
 // it is safe while another process appends to the stream.
-func ReadLive(paths runs.Paths) (Live, error) {
+func ReadLive(paths Paths) (Live, error) {
 	f, err := os.Open(paths.EventsPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return Live{}, nil

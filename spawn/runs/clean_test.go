@@ -1,7 +1,8 @@
-package spawn
+package runs
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,8 +14,8 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
-	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -78,7 +79,7 @@ func newTestRun(t *testing.T, repo *Repo, id, base string, finished time.Time) *
 func (r *testRun) commit(t *testing.T, name string) string {
 	t.Helper()
 	require.NoError(t, os.WriteFile(filepath.Join(r.Worktree, name), []byte(name+"\n"), 0o644))
-	saved, err := r.sb.Save(context.Background(), gitJail(isolation.Report{Mode: isolation.ModeNone}, r.env, r.sb), "add "+name)
+	saved, err := r.sb.Save(context.Background(), isolation.GitJail(isolation.Report{Mode: isolation.ModeNone}, r.env, r.sb), "add "+name)
 	require.NoError(t, err)
 	require.NotEmpty(t, saved.Committed)
 	return saved.Committed
@@ -89,9 +90,13 @@ func branchExists(t *testing.T, repo *Repo, branch string) bool {
 	return repo.Git.BranchExists(context.Background(), branch)
 }
 
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// kindOf is the kind of the *fault.Error in err's tree, "" when none.
+func kindOf(err error) fault.Kind {
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return fe.Kind
+	}
+	return ""
 }
 
 func cleanOK(t *testing.T, repo *Repo, opts CleanOptions) []Cleaned {
@@ -237,7 +242,7 @@ func TestCleanPurgeRemovesTheRunDirectory(t *testing.T) {
 	assert.True(t, got[0].Purged)
 	assert.False(t, exists(run.Dir))
 	_, err := repo.Find(run.ID)
-	assert.Equal(t, KindUsage, KindOf(err), "a purged run is gone from the registry")
+	assert.Equal(t, fault.KindUsage, kindOf(err), "a purged run is gone from the registry")
 }
 
 // Two runs that share commits (the second started from the first's
@@ -307,14 +312,14 @@ func TestCleanUsageErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := repo.Clean(context.Background(), opts)
 			require.Error(t, err)
-			assert.Equal(t, KindUsage, KindOf(err))
+			assert.Equal(t, fault.KindUsage, kindOf(err))
 			assert.False(t, strings.Contains(err.Error(), "\n"), "one sentence")
 		})
 	}
 	entries, err := repo.Registry.List()
 	require.NoError(t, err)
 	assert.Len(t, entries, 1)
-	assert.Equal(t, runs.StateFinished, entries[0].State)
+	assert.Equal(t, StateFinished, entries[0].State)
 }
 
 // Cleaning a repository that never had a run finds nothing and creates

@@ -1,4 +1,4 @@
-package spawn
+package runs
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
-	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -25,53 +25,53 @@ type Repo struct {
 	// repository (a subdirectory, a sandbox worktree) it was opened from.
 	Dir      string
 	Git      git.Repo
-	Registry *runs.Registry
+	Registry *Registry
 	env      []string
 	tmpDir   string   // env's TMPDIR (config.ReadEnvironment)
 	secrets  []string // env's secrets (config.ReadEnvironment)
 	// listed is the registry as Repair last listed it, when it repaired
 	// nothing: List's next answer, once.
-	listed []runs.Entry
+	listed []Entry
 }
 
-// List returns every run, newest first (runs.Registry.List). Right after
+// List returns every run, newest first (Registry.List). Right after
 // a Repair that repaired nothing it returns what Repair read, instead of
 // reading the registry a second time.
-func (r *Repo) List() ([]runs.Entry, error) {
+func (r *Repo) List() ([]Entry, error) {
 	if entries := r.listed; entries != nil {
 		r.listed = nil
 		return entries, nil
 	}
 	entries, err := r.Registry.List()
 	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot read the run registry: %v", err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot read the run registry: %v", err)
 	}
 	return entries, nil
 }
 
 // OpenRepo opens the repository that holds dir ("" is the current
 // directory) and its run registry. It creates nothing. Outside a git
-// repository it fails with a repo *Error.
+// repository it fails with a repo *fault.Error.
 func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
 	if dir == "" {
 		dir = "."
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, errorf(KindRepo, err, "cannot resolve the repository path %q: %v", dir, err)
+		return nil, fault.Errorf(fault.KindRepo, err, "cannot resolve the repository path %q: %v", dir, err)
 	}
 	tree, err := git.Open(ctx, abs, env)
 	if errors.Is(err, git.ErrNotRepo) {
-		return nil, errorf(KindRepo, err, "%s is not in a git repository; run spawn inside one or pass --repo", abs)
+		return nil, fault.Errorf(fault.KindRepo, err, "%s is not in a git repository; run spawn inside one or pass --repo", abs)
 	}
 	if err != nil {
-		return nil, errorf(KindRepo, err, "cannot read the git repository at %s: %v", abs, err)
+		return nil, fault.Errorf(fault.KindRepo, err, "cannot read the git repository at %s: %v", abs, err)
 	}
 	// A linked worktree (a sandbox among them) shares the main work
 	// tree's .git: its parent is where .spawn is.
 	common, err := tree.CommonDir(ctx)
 	if err != nil {
-		return nil, errorf(KindRepo, err, "cannot read the git repository at %s: %v", abs, err)
+		return nil, fault.Errorf(fault.KindRepo, err, "cannot read the git repository at %s: %v", abs, err)
 	}
 	top := tree.Dir
 	if filepath.Base(common) == ".git" {
@@ -81,7 +81,7 @@ func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
 	return &Repo{
 		Dir:      top,
 		Git:      git.Repo{Dir: top, Env: env},
-		Registry: runs.Open(filepath.Join(top, sandbox.Dir)),
+		Registry: Open(filepath.Join(top, sandbox.Dir)),
 		env:      env,
 		tmpDir:   environ.TmpDir,
 		secrets:  environ.Secrets,
@@ -90,15 +90,15 @@ func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
 
 // Find returns the run ref names: an id, a unique prefix of one, or
 // "last". A reference that names no run, or more than one, is a usage
-// *Error that says which.
-func (r *Repo) Find(ref string) (runs.Entry, error) {
+// *fault.Error that says which.
+func (r *Repo) Find(ref string) (Entry, error) {
 	e, err := r.Registry.Find(ref)
-	var refErr *runs.RefError
+	var refErr *RefError
 	if errors.As(err, &refErr) {
-		return runs.Entry{}, errorf(KindUsage, err, "%v", err)
+		return Entry{}, fault.Errorf(fault.KindUsage, err, "%v", err)
 	}
 	if err != nil {
-		return runs.Entry{}, errorf(KindInternal, err, "cannot read the run registry: %v", err)
+		return Entry{}, fault.Errorf(fault.KindInternal, err, "cannot read the run registry: %v", err)
 	}
 	return e, nil
 }
@@ -111,7 +111,7 @@ type Repaired struct {
 	// "" when it held nothing.
 	Saved string
 	// Holder is the process that died, nil when unknown.
-	Holder *runs.Holder
+	Holder *Holder
 }
 
 // Repair finishes every abandoned run: a run whose record says running
@@ -124,7 +124,7 @@ type Repaired struct {
 func (r *Repo) Repair(ctx context.Context, now func() time.Time) ([]Repaired, error) {
 	entries, err := r.Registry.List()
 	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot read the run registry: %v", err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot read the run registry: %v", err)
 	}
 	var done []Repaired
 	var errs []error
@@ -134,12 +134,12 @@ func (r *Repo) Repair(ctx context.Context, now func() time.Time) ([]Repaired, er
 		}
 	}()
 	for _, e := range entries {
-		if e.State != runs.StateAbandoned {
+		if e.State != StateAbandoned {
 			continue
 		}
 		rp, err := r.repair(ctx, e.ID, now)
 		switch {
-		case errors.Is(err, runs.ErrLive):
+		case errors.Is(err, ErrLive):
 			// Another process took it: it repairs or resumes it.
 		case err != nil:
 			errs = append(errs, err)
@@ -161,18 +161,22 @@ func (r *Repo) repair(ctx context.Context, id string, now func() time.Time) (_ *
 	defer func() { err = errors.Join(err, run.Close()) }()
 	rec, err := run.ReadRecord()
 	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot repair run %s: %v", id, err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot repair run %s: %v", id, err)
 	}
 	if rec.Status != observability.StatusRunning {
 		return nil, nil
 	}
-	return r.finishAbandoned(ctx, run, rec, holder, now)
+	return r.FinishAbandoned(ctx, run, rec, holder, now)
 }
 
-// finishAbandoned commits what an abandoned run's worktree holds on its
+// FinishAbandoned commits what an abandoned run's worktree holds on its
 // branch and finishes its record (rec, changed in place) as interrupted,
-// under the run's lock, which the caller holds.
-func (r *Repo) finishAbandoned(ctx context.Context, run *runs.Run, rec *observability.Record, holder *runs.Holder, now func() time.Time) (*Repaired, error) {
+// under the run's lock, which the caller holds (Registry.Acquire). holder
+// is the process that died, nil when unknown. The record and a finished
+// event are written to the run's directory; an error writing them is an
+// internal *fault.Error, while work that could not be saved is said in the
+// record's error.
+func (r *Repo) FinishAbandoned(ctx context.Context, run *Run, rec *observability.Record, holder *Holder, now func() time.Time) (*Repaired, error) {
 	id := run.ID
 	rp := &Repaired{ID: id, Branch: rec.Branch, Holder: holder}
 	red := observability.RedactorOf(r.secrets...)
@@ -189,7 +193,7 @@ func (r *Repo) finishAbandoned(ctx context.Context, run *runs.Run, rec *observab
 			rec.Messages = append(rec.Messages, m)
 		}
 	}
-	sb, err := r.sandboxOf(ctx, id, rec)
+	sb, err := r.Sandbox(ctx, id, rec)
 	switch {
 	case err != nil:
 		saveErr = errors.Join(saveErr, fmt.Errorf("cannot open the run's worktree: %w", err))
@@ -197,7 +201,7 @@ func (r *Repo) finishAbandoned(ctx context.Context, run *runs.Run, rec *observab
 		saveErr = errors.Join(saveErr, fmt.Errorf("its worktree %s was made by an older spawn, in which spawn no longer runs git; look at it yourself", sb.Path))
 	default:
 		if _, statErr := os.Lstat(sb.Path); statErr == nil {
-			saved, err := sb.Save(ctx, gitJail(isolation.Probe(ctx, r.env), r.env, sb), "spawn: work saved from an abandoned run\n\nSpawn-Run: "+id+"\n")
+			saved, err := sb.Save(ctx, isolation.GitJail(isolation.Probe(ctx, r.env), r.env, sb), "spawn: work saved from an abandoned run\n\nSpawn-Run: "+id+"\n")
 			if err != nil {
 				saveErr = errors.Join(saveErr, fmt.Errorf("cannot commit the work left in %s: %w", sb.Path, err))
 			}
@@ -216,14 +220,14 @@ func (r *Repo) finishAbandoned(ctx context.Context, run *runs.Run, rec *observab
 	default:
 		msg += fmt.Sprintf("; `spawn resume %s` continues it", id)
 	}
-	rec.Error = &observability.Error{Kind: string(KindInterrupted), Message: msg}
-	rec.Finish(observability.StatusInterrupted, ExitCode(errorf(KindInterrupted, nil, "%s", msg), rec.Verdict), now())
+	rec.Error = &observability.Error{Kind: string(fault.KindInterrupted), Message: msg}
+	rec.Finish(observability.StatusInterrupted, fault.KindInterrupted.ExitCode(rec.Verdict), now())
 	if err := observability.WriteFile(run.RecordPath(), rec, red); err != nil {
-		return nil, errorf(KindInternal, err, "cannot repair run %s: %v", id, err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot repair run %s: %v", id, err)
 	}
 	if err := appendEvent(run.EventsPath(), red, observability.Event{Kind: observability.EventFinished, Run: id, Time: now().UTC(),
 		Outcome: &observability.Outcome{Status: rec.Status, Verdict: rec.Verdict, ExitCode: rec.ExitCode, Error: rec.Error}}); err != nil {
-		return nil, errorf(KindInternal, err, "cannot repair run %s: %v", id, err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot repair run %s: %v", id, err)
 	}
 	return rp, nil
 }
@@ -235,7 +239,7 @@ func (r *Repo) finishAbandoned(ctx context.Context, run *runs.Run, rec *observab
 // directory it never removed ($TMPDIR/spawn-agents-<id>-*) gives up the
 // coder's sessions, kept in the run directory for spawn resume, and is
 // removed.
-func (r *Repo) recoverSessions(run *runs.Run, rec *observability.Record) error {
+func (r *Repo) recoverSessions(run *Run, rec *observability.Record) error {
 	known := map[string]bool{}
 	coded, reviewed := 0, 0
 	for _, c := range rec.CommandLines {
@@ -251,10 +255,10 @@ func (r *Repo) recoverSessions(run *runs.Run, rec *observability.Record) error {
 	for n := 1; ; n++ {
 		stdout, _ := run.Transcript(n, observability.RoleCoder)
 		reviewer, _ := run.Transcript(n, observability.RoleReviewer)
-		if !fileExists(stdout) && !fileExists(reviewer) {
+		if !exists(stdout) && !exists(reviewer) {
 			break
 		}
-		if !fileExists(stdout) || known[filepath.Base(stdout)] {
+		if !exists(stdout) || known[filepath.Base(stdout)] {
 			continue
 		}
 		_, stderr := run.Transcript(n, observability.RoleCoder)
@@ -272,7 +276,7 @@ func (r *Repo) recoverSessions(run *runs.Run, rec *observability.Record) error {
 	}
 	var errs []error
 	for _, dir := range leaked {
-		errs = append(errs, keepSessions(filepath.Join(dir, "coder"), coder.Sessions(), filepath.Join(run.Dir, sessionsName), observability.RedactorOf(r.secrets...)), os.RemoveAll(dir))
+		errs = append(errs, KeepSessions(filepath.Join(dir, "coder"), coder.Sessions(), run.SessionsDir(), observability.RedactorOf(r.secrets...)), os.RemoveAll(dir))
 	}
 	return errors.Join(errs...)
 }
@@ -319,7 +323,7 @@ func coderOf(rec *observability.Record) runners.Adapter {
 
 // lastHolder is the process an abandoned run's lock names, nil when it
 // cannot be read.
-func (r *Repo) lastHolder(id string) *runs.Holder {
+func (r *Repo) lastHolder(id string) *Holder {
 	e, err := r.Registry.Find(id)
 	if err != nil {
 		return nil
@@ -327,15 +331,21 @@ func (r *Repo) lastHolder(id string) *runs.Holder {
 	return e.Holder
 }
 
-// sandboxOf is the sandbox of run id, on the branch its record names: its
-// worktree is where spawn puts every run's (never a path read from the
+// Sandbox is the sandbox of run id, on the branch its record rec names:
+// its worktree is where spawn puts every run's (never a path read from the
 // record or the worktree).
-func (r *Repo) sandboxOf(ctx context.Context, id string, rec *observability.Record) (*sandbox.Sandbox, error) {
+func (r *Repo) Sandbox(ctx context.Context, id string, rec *observability.Record) (*sandbox.Sandbox, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find spawn's own binary: %w", err)
 	}
 	return sandbox.Open(ctx, r.Git, id, rec.Branch, rec.Base, exe)
+}
+
+// exists reports whether path names a file (or a link to one).
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // lastIteration is the highest round an agent ran in, 1 when none did.
@@ -345,4 +355,47 @@ func lastIteration(rec *observability.Record) int {
 		n = max(n, c.Iteration)
 	}
 	return n
+}
+
+// Stop stops the live run e the way Ctrl-C does (Entry.Stop: the
+// agents stopped, their work committed, the record interrupted); force
+// kills the agents at once. It only signals. A run that is not live is a
+// usage *fault.Error saying so; a signal that cannot be sent is an internal one.
+func (r *Repo) Stop(e Entry, force bool) error {
+	err := e.Stop(force)
+	var notLive *NotLiveError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &notLive):
+		return fault.Errorf(fault.KindUsage, err, "%v", err)
+	}
+	return fault.Errorf(fault.KindInternal, err, "%v", err)
+}
+
+// Await waits until run e is no longer running or ctx ends, reading the
+// registry every poll. Before each wait it calls each, when not nil, with
+// the run as last seen; an error from each ends the wait. Await returns
+// the run as last seen, with ctx's error when ctx ended first.
+func (r *Repo) Await(ctx context.Context, e Entry, poll time.Duration, each func(Entry) error) (Entry, error) {
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for e.State == StateRunning {
+		if each != nil {
+			if err := each(e); err != nil {
+				return e, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return e, ctx.Err()
+		case <-tick.C:
+		}
+		next, err := r.Find(e.ID)
+		if err != nil {
+			return e, err
+		}
+		e = next
+	}
+	return e, nil
 }

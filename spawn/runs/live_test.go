@@ -1,4 +1,4 @@
-package spawn
+package runs
 
 import (
 	"encoding/json"
@@ -13,14 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
 // liveRun is a run directory whose events.ndjson holds events, one a
 // line, as a run writes them; raw is appended as it is.
-func liveRun(t *testing.T, raw string, events ...observability.Event) runs.Paths {
+func liveRun(t *testing.T, raw string, events ...observability.Event) Paths {
 	t.Helper()
-	p := runs.Paths{ID: "20260101-000000-abcd", Dir: t.TempDir()}
+	p := Paths{ID: "20260101-000000-abcd", Dir: t.TempDir()}
 	var b strings.Builder
 	for _, e := range events {
 		line, err := json.Marshal(e)
@@ -144,7 +143,7 @@ func TestReadLiveFindsALastActionBiggerThanItsWindow(t *testing.T) {
 }
 
 func TestReadLiveOfARunThatHasNotStartedOrHasEnded(t *testing.T) {
-	p := runs.Paths{ID: "20260101-000000-abcd", Dir: filepath.Join(t.TempDir(), "new")}
+	p := Paths{ID: "20260101-000000-abcd", Dir: filepath.Join(t.TempDir(), "new")}
 	live, err := ReadLive(p)
 	require.NoError(t, err, "no event stream yet is a run starting")
 	assert.Equal(t, Live{}, live)
@@ -168,7 +167,7 @@ func TestReadLiveOfARunThatHasNotStartedOrHasEnded(t *testing.T) {
 	assert.Equal(t, observability.PhaseFixing, live.Phase)
 }
 
-func appendLine(t *testing.T, p runs.Paths, e observability.Event) {
+func appendLine(t *testing.T, p Paths, e observability.Event) {
 	t.Helper()
 	line, err := json.Marshal(e)
 	require.NoError(t, err)
@@ -179,7 +178,7 @@ func appendLine(t *testing.T, p runs.Paths, e observability.Event) {
 }
 
 func TestReadLiveOfAnUnreadableStreamSaysWhichRun(t *testing.T) {
-	p := runs.Paths{ID: "20260101-000000-abcd", Dir: t.TempDir()}
+	p := Paths{ID: "20260101-000000-abcd", Dir: t.TempDir()}
 	require.NoError(t, os.Mkdir(p.EventsPath(), 0o755)) // a directory: reading it fails
 	_, err := ReadLive(p)
 	require.Error(t, err)
