@@ -108,7 +108,7 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 	if cfg.Team.Mode == observability.ModeGitHub {
 		checks = append(checks, checkGitHub(ctx, env, environ.GitHub))
 	}
-	rep := isolation.Probe(ctx, env)
+	rep := isolation.Probe(ctx, env, environ.TmpDir)
 	switch {
 	case rep.Mode == isolation.ModeBwrap:
 		add("isolation", true, "a run gets bubblewrap (%s)", rep.Bwrap)

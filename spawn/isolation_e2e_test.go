@@ -29,7 +29,7 @@ import (
 // it, except under CI=true, where a missing bubblewrap fails the test.
 func requireBwrap(t *testing.T) {
 	t.Helper()
-	if r := isolation.Probe(context.Background(), testenv.Env(t)); r.Mode != isolation.ModeBwrap {
+	if r := isolation.Probe(context.Background(), testenv.Env(t), ""); r.Mode != isolation.ModeBwrap {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI needs bubblewrap: %s", r.Reason)
 		}

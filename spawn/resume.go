@@ -131,7 +131,7 @@ func reopen(ctx context.Context, repo *runs.Repo, dir *runs.Run, opts ResumeOpti
 	}
 	environ := config.ReadEnvironment(opts.Env)
 	pre := checked{registry: repo.Registry, plan: sandbox.Plan{Repo: repo.Git, ID: dir.ID, Branch: rec.Branch, Base: rec.Base, Path: sb.Path}, environ: environ}
-	iso, isoErr := isolation.Resolve(ctx, cfg.Sandbox.Isolation, opts.Env)
+	iso, isoErr := isolation.Resolve(ctx, cfg.Sandbox.Isolation, opts.Env, environ.TmpDir)
 	if err := pre.checkAgents(cfg, opts.Env, iso, isoErr); err != nil {
 		return nil, team.Progress{}, err
 	}

@@ -188,7 +188,7 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 	}
 	probe := make(chan resolved, 1)
 	go func() {
-		r, err := isolation.Resolve(ctx, cfg.Sandbox.Isolation, opts.Env)
+		r, err := isolation.Resolve(ctx, cfg.Sandbox.Isolation, opts.Env, environ.TmpDir)
 		probe <- resolved{r, err}
 	}()
 	// The branch is named after the task, with no secret in it.

@@ -72,7 +72,7 @@ func TestScripts(t *testing.T) {
 				return err == nil || os.Getenv("CI") == "true", nil
 			case "bwrap":
 				// Under CI=true bubblewrap must be there (.ci/run installs it).
-				return isolation.Probe(context.Background(), os.Environ()).Mode == isolation.ModeBwrap || os.Getenv("CI") == "true", nil
+				return isolation.Probe(context.Background(), os.Environ(), os.Getenv("TMPDIR")).Mode == isolation.ModeBwrap || os.Getenv("CI") == "true", nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -137,9 +137,9 @@ func ProbeBwrap(ctx context.Context, env []string) Report {
 // macOS it fails closed as ModeSeatbelt does. ModeBwrap and ModeSeatbelt
 // probe their sandbox and fail closed: the error is an *Unavailable that
 // says what failed and what to do; asking for the other system's sandbox
-// is one too.
-func Resolve(ctx context.Context, want Mode, env []string) (Report, error) {
-	return resolve(ctx, want, platformMode, func(ctx context.Context) Report { return Probe(ctx, env) })
+// is one too. env and tmp are Probe's.
+func Resolve(ctx context.Context, want Mode, env []string, tmp string) (Report, error) {
+	return resolve(ctx, want, platformMode, func(ctx context.Context) Report { return Probe(ctx, env, tmp) })
 }
 
 // resolve is Resolve on a system whose sandbox is platform and is probed

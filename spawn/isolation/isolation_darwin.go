@@ -12,5 +12,9 @@ const InstallHint = ReportHint
 
 // Probe reports the sandbox a run would get on this machine: Seatbelt when
 // its probe shows it holds (ProbeSeatbelt), none otherwise, with what
-// failed. Cancelling ctx stops the probe and reports none.
-func Probe(ctx context.Context, env []string) Report { return ProbeSeatbelt(ctx, env) }
+// failed. Cancelling ctx stops the probe and reports none. Its processes
+// run with env; its files are made under tmp, the user's TMPDIR ("" for
+// the system's).
+func Probe(ctx context.Context, env []string, tmp string) Report {
+	return ProbeSeatbelt(ctx, env, tmp)
+}

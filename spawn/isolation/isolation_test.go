@@ -41,17 +41,17 @@ func runtimeGOOS() string { return runtime.GOOS }
 // refuses with how to install it; none never probes.
 func TestWithoutBubblewrapAutoFallsBackAndBwrapFailsClosed(t *testing.T) {
 	env := []string{"PATH=" + t.TempDir()}
-	r, err := Resolve(context.Background(), ModeAuto, env)
+	r, err := Resolve(context.Background(), ModeAuto, env, "")
 	require.NoError(t, err)
 	assert.Equal(t, ModeNone, r.Mode)
 	assert.Contains(t, r.Reason, "not installed")
 
-	_, err = Resolve(context.Background(), ModeBwrap, env)
+	_, err = Resolve(context.Background(), ModeBwrap, env, "")
 	var u *Unavailable
 	require.ErrorAs(t, err, &u)
 	assert.Contains(t, err.Error(), "apt-get install bubblewrap")
 
-	r, err = Resolve(context.Background(), ModeNone, []string{"PATH=/usr/bin:/bin"})
+	r, err = Resolve(context.Background(), ModeNone, []string{"PATH=/usr/bin:/bin"}, "")
 	require.NoError(t, err)
 	assert.Equal(t, ModeNone, r.Mode)
 	assert.Contains(t, r.Reason, "configuration")
@@ -163,7 +163,7 @@ func TestGuardUndoesRefConfigAndHookChanges(t *testing.T) {
 // what it was given, which is all it sees of the host's /tmp.
 func TestProbeFindsWorkingBubblewrapAndItConfines(t *testing.T) {
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
-	r := Probe(context.Background(), env)
+	r := Probe(context.Background(), env, "")
 	if r.Mode != ModeBwrap {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI needs bubblewrap: %s", r.Reason)

@@ -71,14 +71,16 @@ const probeTimeout = 30 * time.Second
 // It never fails: a sandbox that does not hold, or that could not be
 // tried, is a Report with Mode none, the reason (one sentence: what
 // failed) and every check; one that holds is Mode seatbelt. Cancelling ctx
-// stops the probe, which then reports none.
-func ProbeSeatbelt(ctx context.Context, env []string) Report {
-	return probeSeatbelt(ctx, env, SandboxExec)
+// stops the probe, which then reports none. The probe's processes run
+// with env; its files are made under tmp, the user's TMPDIR ("" for the
+// system's).
+func ProbeSeatbelt(ctx context.Context, env []string, tmp string) Report {
+	return probeSeatbelt(ctx, env, tmp, SandboxExec)
 }
 
 // probeSeatbelt is ProbeSeatbelt with sandbox-exec at bin: tests give a
 // stand-in; spawn never passes another path than SandboxExec.
-func probeSeatbelt(ctx context.Context, env []string, bin string) Report {
+func probeSeatbelt(ctx context.Context, env []string, tmp, bin string) Report {
 	none := func(format string, args ...any) Report {
 		return Report{Mode: ModeNone, Reason: fmt.Sprintf(format, args...)}
 	}
@@ -87,7 +89,7 @@ func probeSeatbelt(ctx context.Context, env []string, bin string) Report {
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	l, err := newProbeLayout(env)
+	l, err := newProbeLayout(tmp)
 	if err != nil {
 		return none("the Seatbelt probe could not prepare its files: %v", err)
 	}
@@ -120,8 +122,7 @@ type probeLayout struct {
 	secret                                        string // a random word: the content of every file the subject must not read or change
 }
 
-func newProbeLayout(env []string) (l *probeLayout, err error) {
-	tmp := proc.Getenv(env, "TMPDIR")
+func newProbeLayout(tmp string) (l *probeLayout, err error) {
 	if tmp == "" {
 		tmp = os.TempDir()
 	}

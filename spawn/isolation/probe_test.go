@@ -75,6 +75,16 @@ func probeEnv(t *testing.T) []string {
 	return []string{"PATH=/usr/bin:/bin", "TMPDIR=" + t.TempDir()}
 }
 
+// probeTmp is the TMPDIR of a probeEnv.
+func probeTmp(env []string) string { return strings.TrimPrefix(env[1], "TMPDIR=") }
+
+// probeSeatbeltIn is probeSeatbelt with sandbox-exec at bin, in a
+// probeEnv and its TMPDIR.
+func probeSeatbeltIn(t *testing.T, bin string) Report {
+	env := probeEnv(t)
+	return probeSeatbelt(context.Background(), env, probeTmp(env), bin)
+}
+
 // A sandbox-exec that lets the confined process do anything: the probe
 // finds every operation the sandbox must deny, fails closed, and says the
 // first one; a run with isolation = "auto" on macOS stops before anything
@@ -83,7 +93,7 @@ func TestASandboxThatDoesNotHoldFailsTheProbeClosed(t *testing.T) {
 	ctx := context.Background()
 	env := probeEnv(t)
 	bin := standIn(t, liar)
-	r := probeSeatbelt(ctx, env, bin)
+	r := probeSeatbelt(ctx, env, probeTmp(env), bin)
 	assert.Equal(t, ModeNone, r.Mode)
 	assert.Empty(t, r.SandboxExec)
 	assert.Equal(t, "the Seatbelt sandbox did not hold: it let a confined process write outside its worktree", r.Reason)
@@ -91,7 +101,7 @@ func TestASandboxThatDoesNotHoldFailsTheProbeClosed(t *testing.T) {
 	for _, c := range r.Checks {
 		assert.Equal(t, c.Allowed, c.Held, "%s: %s", c.What, c.Detail)
 	}
-	probe := func(ctx context.Context) Report { return probeSeatbelt(ctx, env, bin) }
+	probe := func(ctx context.Context) Report { return probeSeatbelt(ctx, env, probeTmp(env), bin) }
 	_, err := resolve(ctx, ModeAuto, ModeSeatbelt, probe)
 	var u *Unavailable
 	require.ErrorAs(t, err, &u)
@@ -116,7 +126,7 @@ func TestASandboxThatHoldsPassesTheProbe(t *testing.T) {
 	ctx := context.Background()
 	env := probeEnv(t)
 	bin := enforcingStandIn(t, "bwrap")
-	r := probeSeatbelt(ctx, env, bin)
+	r := probeSeatbelt(ctx, env, probeTmp(env), bin)
 	require.Equal(t, ModeSeatbelt, r.Mode, "%s\n%+v", r.Reason, r.Checks)
 	assert.Equal(t, bin, r.SandboxExec)
 	assert.Empty(t, r.Reason)
@@ -132,7 +142,7 @@ func TestASandboxThatHoldsPassesTheProbe(t *testing.T) {
 	assert.Equal(t, []string{"write outside its worktree", "write to a read-only path (your objects)",
 		"change a read-only file through a hard link in its worktree", "read a secret in your HOME", "read a file the sandbox masks",
 		"connect to another port on the loopback", "read another process's environment (where your keys are)"}, denied)
-	got, err := resolve(ctx, ModeAuto, ModeSeatbelt, func(ctx context.Context) Report { return probeSeatbelt(ctx, env, bin) })
+	got, err := resolve(ctx, ModeAuto, ModeSeatbelt, func(ctx context.Context) Report { return probeSeatbelt(ctx, env, probeTmp(env), bin) })
 	require.NoError(t, err)
 	assert.Equal(t, ModeSeatbelt, got.Mode)
 	assert.Equal(t, NetworkModelOnly, NetworkAuto.Effective(got.Mode), "auto's network under Seatbelt is model-only")
@@ -141,7 +151,7 @@ func TestASandboxThatHoldsPassesTheProbe(t *testing.T) {
 // A sandbox that blocks what the agents need (here: writing their
 // worktree) fails the probe too: a run could not work in it.
 func TestASandboxThatBlocksTheWorktreeFailsTheProbe(t *testing.T) {
-	r := probeSeatbelt(context.Background(), probeEnv(t), enforcingStandIn(t, "readonly"))
+	r := probeSeatbeltIn(t, enforcingStandIn(t, "readonly"))
 	assert.Equal(t, ModeNone, r.Mode)
 	assert.True(t, strings.HasPrefix(r.Reason, "the Seatbelt sandbox stopped what it must allow: write in the worktree ("), r.Reason)
 }
@@ -150,16 +160,16 @@ func TestASandboxThatBlocksTheWorktreeFailsTheProbe(t *testing.T) {
 // profile cannot be applied, and the probe says why.
 func TestANestedSandboxFailsTheProbeWithWhy(t *testing.T) {
 	bin := standIn(t, `echo "sandbox-exec: sandbox_apply: Operation not permitted" >&2; exit 71`)
-	r := probeSeatbelt(context.Background(), probeEnv(t), bin)
+	r := probeSeatbeltIn(t, bin)
 	assert.Equal(t, ModeNone, r.Mode)
 	assert.Equal(t, "sandbox-exec could not apply spawn's profile (sandbox-exec: sandbox_apply: Operation not permitted): "+
 		"Seatbelt does not nest, and spawn itself runs in a sandbox (Codex's, another agent's, an app's); run spawn outside it", r.Reason)
 
-	r = probeSeatbelt(context.Background(), probeEnv(t), standIn(t, `echo "not json"`))
+	r = probeSeatbeltIn(t, standIn(t, `echo "not json"`))
 	assert.Equal(t, ModeNone, r.Mode)
 	assert.Contains(t, r.Reason, `the Seatbelt probe's subject answered "not json"`)
 
-	r = probeSeatbelt(context.Background(), probeEnv(t), filepath.Join(t.TempDir(), "sandbox-exec"))
+	r = probeSeatbeltIn(t, filepath.Join(t.TempDir(), "sandbox-exec"))
 	assert.Equal(t, ModeNone, r.Mode)
 	assert.Contains(t, r.Reason, "sandbox-exec is not at")
 }

@@ -370,7 +370,7 @@ func (r *Repo) cleanOne(ctx context.Context, e Entry, opts CleanOptions, w workt
 		sb, err = sandbox.Open(ctx, r.Git, e.ID, branch, "", jail.exe)
 		var st sandbox.Status
 		if err == nil {
-			st, err = sb.Inspect(ctx, jail.of(ctx, r.env, sb))
+			st, err = sb.Inspect(ctx, jail.of(ctx, r.env, r.tmpDir, sb))
 		}
 		switch {
 		case sb != nil && sb.Legacy && !opts.Force:
@@ -436,9 +436,9 @@ type cleanJail struct {
 	report isolation.Report
 }
 
-func (j *cleanJail) of(ctx context.Context, env []string, sb *sandbox.Sandbox) sandbox.Jail {
+func (j *cleanJail) of(ctx context.Context, env []string, tmp string, sb *sandbox.Sandbox) sandbox.Jail {
 	if !j.probed {
-		j.report, j.probed = isolation.Probe(ctx, env), true
+		j.report, j.probed = isolation.Probe(ctx, env, tmp), true
 	}
 	return isolation.GitJail(j.report, env, sb)
 }

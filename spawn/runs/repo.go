@@ -201,7 +201,7 @@ func (r *Repo) FinishAbandoned(ctx context.Context, run *Run, rec *observability
 		saveErr = errors.Join(saveErr, fmt.Errorf("its worktree %s was made by an older spawn, in which spawn no longer runs git; look at it yourself", sb.Path))
 	default:
 		if _, statErr := os.Lstat(sb.Path); statErr == nil {
-			saved, err := sb.Save(ctx, isolation.GitJail(isolation.Probe(ctx, r.env), r.env, sb), "spawn: work saved from an abandoned run\n\nSpawn-Run: "+id+"\n")
+			saved, err := sb.Save(ctx, isolation.GitJail(isolation.Probe(ctx, r.env, r.tmpDir), r.env, sb), "spawn: work saved from an abandoned run\n\nSpawn-Run: "+id+"\n")
 			if err != nil {
 				saveErr = errors.Join(saveErr, fmt.Errorf("cannot commit the work left in %s: %w", sb.Path, err))
 			}
