@@ -3,9 +3,10 @@ package prompts
 import (
 	"testing"
 
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
 func TestDomains(t *testing.T) {

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
 // sqlFinding is the finding of okAnswer, as ParseReview returns it.

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")

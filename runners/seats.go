@@ -102,8 +102,8 @@ func (claudeAdapter) Provider() Provider {
 			return claudeLogin(vars)
 		},
 		CredentialVars: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR", "HOME"},
-		Missing: "set ANTHROPIC_API_KEY, or log in once by running claude",
-		Vars:    []string{"ANTHROPIC_*", "CLAUDE_*"},
+		Missing:        "set ANTHROPIC_API_KEY, or log in once by running claude",
+		Vars:           []string{"ANTHROPIC_*", "CLAUDE_*"},
 	}
 }
 
@@ -222,8 +222,8 @@ func (geminiAdapter) Provider() Provider {
 			return keyFrom(vars, "x-goog-api-key", "", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 		},
 		CredentialVars: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
-		Missing: "set GEMINI_API_KEY to a Gemini API key",
-		Vars:    []string{"GEMINI_*", "GOOGLE_*"},
+		Missing:        "set GEMINI_API_KEY to a Gemini API key",
+		Vars:           []string{"GEMINI_*", "GOOGLE_*"},
 	}
 }
 
@@ -346,8 +346,8 @@ func (codexAdapter) Provider() Provider {
 			return keyFrom(vars, "Authorization", "Bearer ", "OPENAI_API_KEY")
 		},
 		CredentialVars: []string{"OPENAI_API_KEY"},
-		Missing: "set OPENAI_API_KEY to an OpenAI API key",
-		Vars:    []string{"OPENAI_*", "CODEX_*"},
+		Missing:        "set OPENAI_API_KEY to an OpenAI API key",
+		Vars:           []string{"OPENAI_*", "CODEX_*"},
 	}
 }
 

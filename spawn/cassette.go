@@ -14,6 +14,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // The files of a run directory that spawn replay reads.
@@ -38,7 +39,7 @@ func (r *run) startCassette() error {
 		err = os.WriteFile(filepath.Join(r.dir.Dir, configName), r.red.Bytes(b), 0o600)
 	}
 	if err != nil {
-		return errorf(KindInternal, err, "cannot keep the run's configuration: %v", err)
+		return fault.Errorf(fault.KindInternal, err, "cannot keep the run's configuration: %v", err)
 	}
 	r.cleanups = append(r.cleanups, r.fillTrees)
 	if p := r.opts.replay; p != nil {
@@ -58,7 +59,7 @@ func (r *run) startCassette() error {
 	}
 	rec, err := relay.NewRecorder(path, relay.CassetteHeader{Context: r.cassetteContext()}, relay.DefaultCassetteLimit, r.red.String, full)
 	if err != nil {
-		return errorf(KindInternal, err, "cannot start the run's cassette: %v", err)
+		return fault.Errorf(fault.KindInternal, err, "cannot start the run's cassette: %v", err)
 	}
 	r.conf.relay.Record(rec)
 	r.record.mu.Lock()
@@ -77,7 +78,7 @@ func (r *run) startCassette() error {
 // saveRecord writes the record as it is now.
 func (r *run) saveRecord() error {
 	if err := r.record.save(); err != nil {
-		return errorf(KindInternal, err, "%v", err)
+		return fault.Errorf(fault.KindInternal, err, "%v", err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // countSource accepts negative counts, as pflag's Count flags do.
@@ -131,7 +132,7 @@ func TestMaxCostBoundsTheWholeRunReviewersIncluded(t *testing.T) {
 	budget := coder + reviewer/2
 	r := runTeam(t, observability.ModeSequential, story(), func(c *config.Config) { c.Spawn.MaxCostUSD = budget })
 	require.Error(t, r.err)
-	assert.Equal(t, KindBudget, KindOf(r.err), "%v", r.err)
+	assert.Equal(t, fault.KindBudget, KindOf(r.err), "%v", r.err)
 	assert.Contains(t, r.err.Error(), "max_cost_usd")
 	assert.GreaterOrEqual(t, r.rec.Usage.RelayedCostUSD, budget, "the run spent its budget")
 	for _, cl := range r.rec.CommandLines {

@@ -20,6 +20,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // deputyAttack is the test a prompt-injected coder writes and runs with
@@ -630,7 +631,7 @@ func TestSpend(t *testing.T) {
 		c.Spawn.MaxCostUSD = 0.0008
 	})
 	require.Error(t, r.err)
-	assert.Equal(t, KindBudget, KindOf(r.err))
+	assert.Equal(t, fault.KindBudget, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "max_cost_usd")
 	assert.Equal(t, "work", testenv.Git(t, r.repo, "show", r.rec.Branch+":work.txt"))
 	spent := 0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // neverStarted reports whether a run failed before the coder produced any
@@ -13,7 +14,7 @@ import (
 // worktree and branch hold nothing; its record is what is worth keeping.
 func neverStarted(err error, rec *observability.Record) bool {
 	switch KindOf(err) {
-	case KindAuth, KindModelAPI, KindModelUnavailable, KindUnreachable, KindRateLimited, KindAgentCrashed, KindAgentFailed:
+	case fault.KindAuth, fault.KindModelAPI, fault.KindModelUnavailable, fault.KindUnreachable, fault.KindRateLimited, fault.KindAgentCrashed, fault.KindAgentFailed:
 	default:
 		return false
 	}
@@ -22,10 +23,10 @@ func neverStarted(err error, rec *observability.Record) bool {
 
 // removeEmptySandbox removes the worktree and branch of a run that never
 // started (neverStarted), clears them from the record and says so in its
-// notes. The error is an internal *Error when they could not be removed.
+// notes. The error is an internal *fault.Error when they could not be removed.
 func (r *run) removeEmptySandbox(ctx context.Context, cause error) error {
 	if err := r.sb.Remove(ctx); err != nil {
-		return errorf(KindInternal, err, "cannot remove the empty sandbox %s: %v", r.sb.Path, err)
+		return fault.Errorf(fault.KindInternal, err, "cannot remove the empty sandbox %s: %v", r.sb.Path, err)
 	}
 	r.record.mu.Lock()
 	r.rec.SandboxPath, r.rec.Branch = "", ""

@@ -8,6 +8,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 var (
@@ -92,29 +93,29 @@ func unreachableAdvice(baseVar string) string {
 // status: an authentication problem, a model API it could not reach (whose
 // base URL the variable baseVar names), or anything else (""), with the
 // sentence that tells the user what to do.
-func failure(cli, baseVar, said string) (Kind, string) {
+func failure(cli, baseVar, said string) (fault.Kind, string) {
 	switch {
 	case relayUnreachableRE.MatchString(said):
 		m := relayUnreachableRE.FindStringSubmatch(said)
-		return KindUnreachable, cli + " could not reach the model API at " + m[1] + ": " + strings.TrimSpace(m[2]) + "; " + unreachableAdvice(baseVar)
+		return fault.KindUnreachable, cli + " could not reach the model API at " + m[1] + ": " + strings.TrimSpace(m[2]) + "; " + unreachableAdvice(baseVar)
 	case unreachableRE.MatchString(said):
-		return KindUnreachable, unreachable(cli, baseVar, said)
+		return fault.KindUnreachable, unreachable(cli, baseVar, said)
 	case refusedRE.MatchString(said):
-		return KindAuth, "the model API refused " + cli + "'s credentials (" + oneLine(said) + "); set its API key or log in to it, then run again"
+		return fault.KindAuth, "the model API refused " + cli + "'s credentials (" + oneLine(said) + "); set its API key or log in to it, then run again"
 	case authRE.MatchString(said):
-		return KindAuth, cli + " has no usable credential (" + oneLine(said) + "); set its API key or log in to it, then run again"
+		return fault.KindAuth, cli + " has no usable credential (" + oneLine(said) + "); set its API key or log in to it, then run again"
 	}
 	return "", ""
 }
 
 // failureOf is failure for what the CLI's adapter made of the turn: a
 // model API it could not reach, or a credential refused.
-func failureOf(cli, baseVar string, f runners.Failure) (Kind, string) {
+func failureOf(cli, baseVar string, f runners.Failure) (fault.Kind, string) {
 	switch f.Kind {
 	case runners.FailureUnreachable:
-		return KindUnreachable, unreachable(cli, baseVar, f.Message)
+		return fault.KindUnreachable, unreachable(cli, baseVar, f.Message)
 	case runners.FailureAuth:
-		return KindAuth, "the model API refused " + cli + "'s credentials (" + oneLine(f.Message) + "); set its API key or log in to it, then run again"
+		return fault.KindAuth, "the model API refused " + cli + "'s credentials (" + oneLine(f.Message) + "); set its API key or log in to it, then run again"
 	}
 	return "", ""
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -46,8 +47,8 @@ func TestRecordUnwritableMidRunStillCommitsTheWork(t *testing.T) {
 	})
 	require.True(t, broken)
 	require.Error(t, r.err)
-	assert.Equal(t, KindInternal, KindOf(r.err), r.err.Error())
-	assert.Equal(t, ExitInternal, r.rec.ExitCode)
+	assert.Equal(t, fault.KindInternal, KindOf(r.err), r.err.Error())
+	assert.Equal(t, fault.ExitInternal, r.rec.ExitCode)
 	assert.Contains(t, r.err.Error(), "cannot write the record")
 	assert.Contains(t, r.err.Error(), "the work is committed on "+r.rec.Branch)
 	assert.Equal(t, "the coder's work", testenv.Git(t, r.repo, "show", r.rec.Branch+":draft.txt"), "the work is committed")
@@ -66,8 +67,8 @@ func TestTranscriptCreateFailureIsInternal(t *testing.T) {
 		}
 	})
 	require.Error(t, r.err)
-	assert.Equal(t, KindInternal, KindOf(r.err), r.err.Error())
-	assert.NotEqual(t, KindAgentCrashed, KindOf(r.err))
+	assert.Equal(t, fault.KindInternal, KindOf(r.err), r.err.Error())
+	assert.NotEqual(t, fault.KindAgentCrashed, KindOf(r.err))
 }
 
 // The user deletes the worktree mid-run: spawn says the sandbox's worktree
@@ -82,7 +83,7 @@ func TestWorktreeDeletedMidRunSaysSo(t *testing.T) {
 	})
 	require.True(t, deleted)
 	require.Error(t, r.err)
-	assert.Equal(t, KindSandboxGone, KindOf(r.err), r.err.Error())
+	assert.Equal(t, fault.KindSandboxGone, KindOf(r.err), r.err.Error())
 	assert.Contains(t, r.err.Error(), "the sandbox's worktree is gone")
 	assert.Contains(t, r.err.Error(), "the branch "+r.rec.Branch)
 	assert.NotContains(t, r.err.Error(), "fork/exec")
@@ -99,7 +100,7 @@ func TestUnwritableRegistryCreatesNothing(t *testing.T) {
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = "git" }) // any binary: the checks come first
 	rec, err := Run(t.Context(), Options{Task: "do it", RepoDir: repo, Config: cfg, Env: testenv.Env(t)}, nil)
 	require.Error(t, err)
-	assert.Equal(t, ExitUsage, rec.ExitCode)
+	assert.Equal(t, fault.ExitUsage, rec.ExitCode)
 	assert.Contains(t, err.Error(), "cannot keep run records in")
 	assert.NoDirExists(t, filepath.Join(repo, sandbox.Dir, "worktrees"))
 	assert.Equal(t, "main", strings.TrimSpace(testenv.Git(t, repo, "branch", "--format=%(refname:short)")))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/team/forge"
 	"github.com/infinite-improbability-drive/spawn/team/github"
 )
@@ -18,7 +19,7 @@ var _ forge.Run = (*run)(nil)
 
 // openForge is github mode's (and spawn pr's) preflight: forge.Open with
 // the configuration's [github] settings and what the environment says
-// about GitHub (given). A problem is a repo *Error
+// about GitHub (given). A problem is a repo *fault.Error
 // (exit 2) saying what to do; nothing is created.
 func openForge(ctx context.Context, cfg config.Config, repoDir, base string, env []string, given config.GitHubEnv) (*forge.Hub, error) {
 	g := cfg.GitHub
@@ -43,9 +44,9 @@ func (r *run) attachForge() {
 func githubPreflightError(err error) error {
 	var pe *github.PreflightError
 	if errors.As(err, &pe) {
-		return errorf(KindRepo, err, "%s", pe.Sentence)
+		return fault.Errorf(fault.KindRepo, err, "%s", pe.Sentence)
 	}
-	return errorf(KindGitHub, err, "the GitHub API failed: %v", err)
+	return fault.Errorf(fault.KindGitHub, err, "the GitHub API failed: %v", err)
 }
 
 // forgeError is an error the forge returned as spawn's: a GitHub failure
@@ -55,9 +56,9 @@ func githubPreflightError(err error) error {
 func forgeError(err error) error {
 	switch e := err.(type) {
 	case *forge.Error:
-		return errorf(KindGitHub, e.Err, "%s", e.Error())
+		return fault.Errorf(fault.KindGitHub, e.Err, "%s", e.Error())
 	case *forge.RefusedError:
-		return errorf(KindUsage, nil, "%s", e.Error())
+		return fault.Errorf(fault.KindUsage, nil, "%s", e.Error())
 	}
 	return err
 }

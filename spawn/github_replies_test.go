@@ -24,6 +24,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // shortSHAs are the commit ids a reply's first line names.
@@ -469,7 +470,7 @@ func TestSpawnPRStopsAtMaxIterationsAndSaysWhatIsOpen(t *testing.T) {
 	}
 	rec, err, _ := f.fixPR(t, sc, func(c *config.Config) { c.Team.MaxIterations = 1 })
 	assert.Equal(t, observability.VerdictChangesRequested, rec.Verdict)
-	assert.Equal(t, ExitNotApproved, ExitCode(err, rec.Verdict))
+	assert.Equal(t, fault.ExitNotApproved, ExitCode(err, rec.Verdict))
 	replies := spawnReplies(f.gh, f.pr, bug.CommentIDs[0])
 	require.Len(t, replies, 1)
 	assert.True(t, strings.HasPrefix(replies[0].Body, "Still open after spawn's check round 1"), replies[0].Body)

@@ -20,6 +20,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 const (
@@ -230,7 +231,7 @@ func TestGitHubModeWithoutATokenCreatesNothing(t *testing.T) {
 	env := testenv.Env(t, "GITHUB_REPOSITORY="+ghOwner+"/"+ghRepo, "GITHUB_API_URL="+gh.URL(), "GEMINI_API_KEY=gemini-key-0123456789", "ANTHROPIC_API_KEY=anthropic-key-0123456789", "PATH=/usr/bin:/bin")
 	rec, err := Run(context.Background(), Options{Task: "add the total function", RepoDir: repo, Config: cfg, Env: env}, nil)
 	require.Error(t, err)
-	assert.Equal(t, ExitUsage, rec.ExitCode)
+	assert.Equal(t, fault.ExitUsage, rec.ExitCode)
 	assert.Contains(t, err.Error(), "GITHUB_TOKEN")
 	assert.NoDirExists(t, filepath.Join(repo, ".spawn"), "nothing created")
 	assert.Empty(t, gh.PullRequests(ghOwner, ghRepo))

@@ -15,6 +15,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
@@ -121,13 +122,13 @@ func (c *confinement) startRelay(seats seats, spent func(relay.Usage), allow fun
 		}
 		u, err := url.Parse(base)
 		if err != nil || u.Host == "" {
-			return errorf(KindConfig, err, "%s=%q is not a URL; fix it, then run again", p.BaseVar, base)
+			return fault.Errorf(fault.KindConfig, err, "%s=%q is not a URL; fix it, then run again", p.BaseVar, base)
 		}
 		routes = append(routes, relay.Route{Name: p.Route, Upstream: u, Credential: p.Credential(c.user.Providers), Paths: p.Paths, Meter: runners.NewMeter})
 	}
 	r, err := relay.Start(routes, relay.Options{Used: spent, Allow: allow})
 	if err != nil {
-		return errorf(KindInternal, err, "cannot start the model relay: %v", err)
+		return fault.Errorf(fault.KindInternal, err, "cannot start the model relay: %v", err)
 	}
 	c.relay = r
 	// Under Seatbelt there is no network namespace to bridge into: the
@@ -150,7 +151,7 @@ func (c *confinement) grant(route, seat string) (string, error) {
 	}
 	k, err := c.relay.Grant(route, seat)
 	if err != nil {
-		return "", errorf(KindInternal, err, "cannot make the %s's relay key: %v", seat, err)
+		return "", fault.Errorf(fault.KindInternal, err, "cannot make the %s's relay key: %v", seat, err)
 	}
 	c.keys[seat] = k
 	return k, nil
@@ -168,11 +169,11 @@ func (c *confinement) serveBridge() error {
 		}
 	}
 	if err != nil {
-		return errorf(KindInternal, err, "cannot create the relay's socket directory: %v", err)
+		return fault.Errorf(fault.KindInternal, err, "cannot create the relay's socket directory: %v", err)
 	}
 	c.sockDir = dir
 	if err := c.relay.ServeUnix(filepath.Join(dir, "relay.sock")); err != nil {
-		return errorf(KindInternal, err, "cannot serve the model relay to the sandbox: %v", err)
+		return fault.Errorf(fault.KindInternal, err, "cannot serve the model relay to the sandbox: %v", err)
 	}
 	return nil
 }
@@ -490,7 +491,7 @@ func fileExists(p string) bool {
 // hooks, the work tree's status) when no sandbox keeps them read-only.
 // What changed is undone where git can undo it safely, each change is a
 // critical sandbox_tamper security finding, and the turn's error is a
-// KindSandboxTamper *Error (the work stays on the run's branch), joined
+// fault.KindSandboxTamper *fault.Error (the work stays on the run's branch), joined
 // before turn's own error.
 //
 // Under bubblewrap the agents cannot write any of it, so whatever changes
@@ -505,7 +506,7 @@ func (r *run) guarded(ctx context.Context, who agent, turn func() (*watcher.Sess
 	}
 	before, err := r.conf.guard.Take(ctx)
 	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot snapshot the repository before %s's turn: %v", who.cli, err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot snapshot the repository before %s's turn: %v", who.cli, err)
 	}
 	sess, turnErr := turn()
 	checkCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -524,11 +525,11 @@ func (r *run) guarded(ctx context.Context, who agent, turn func() (*watcher.Sess
 	}
 	var errs []error
 	if len(tampered) > 0 {
-		errs = append(errs, errorf(KindSandboxTamper, nil, "%s changed what is yours outside its sandbox (%s); spawn stopped the run and undid what it could; the work is kept on %s, review it before merging",
+		errs = append(errs, fault.Errorf(fault.KindSandboxTamper, nil, "%s changed what is yours outside its sandbox (%s); spawn stopped the run and undid what it could; the work is kept on %s, review it before merging",
 			who.cli, strings.Join(tampered, "; "), r.sb.Branch))
 	}
 	if err != nil {
-		errs = append(errs, errorf(KindInternal, err, "cannot check the repository after %s's turn: %v", who.cli, err))
+		errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot check the repository after %s's turn: %v", who.cli, err))
 	}
 	return sess, errors.Join(append(errs, turnErr)...)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 )
 
@@ -260,8 +261,8 @@ func TestTamperWithoutSandboxIsUndoneAndReported(t *testing.T) {
 		}
 	}
 	require.Error(t, r.err)
-	assert.Equal(t, KindSandboxTamper, KindOf(r.err))
-	assert.Equal(t, ExitTamper, r.rec.ExitCode)
+	assert.Equal(t, fault.KindSandboxTamper, KindOf(r.err))
+	assert.Equal(t, fault.ExitTamper, r.rec.ExitCode)
 	assert.Equal(t, "none", r.rec.Isolation.Mode)
 	assert.Contains(t, r.rec.Isolation.Reason, "none")
 	assert.Equal(t, before, takeGuarded(t, r.repo, r.rec.ID), "the branch and the config are back")

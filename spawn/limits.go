@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
@@ -19,11 +20,11 @@ var limitKeys = map[watcher.StopReason]string{
 
 // limitKind is the kind of error of an agent stopped at a limit: budget
 // for turns and cost, timeout for the rest.
-func limitKind(stop watcher.StopReason) Kind {
+func limitKind(stop watcher.StopReason) fault.Kind {
 	if stop == watcher.StopMaxTurns || stop == watcher.StopMaxCost {
-		return KindBudget
+		return fault.KindBudget
 	}
-	return KindTimeout
+	return fault.KindTimeout
 }
 
 // limitStop is the sentence for an agent the watcher stopped at a limit:

@@ -14,6 +14,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // limitStory is a coder that writes a file, then runs a test that takes
@@ -58,9 +59,9 @@ func TestAForkBombEndsTheTurnWithItsLimit(t *testing.T) {
 		c.Sandbox.MaxProcesses = 64
 	})
 	require.Error(t, r.err)
-	assert.Equal(t, KindBudget, KindOf(r.err))
+	assert.Equal(t, fault.KindBudget, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "max_processes")
-	assert.Equal(t, ExitTimeout, r.rec.ExitCode)
+	assert.Equal(t, fault.ExitTimeout, r.rec.ExitCode)
 	assert.Equal(t, "work", testenv.Git(t, r.repo, "show", r.rec.Branch+":work.txt"))
 	assert.Empty(t, testenv.Processes(t, func(cmd string) bool { return strings.HasPrefix(cmd, "sleep "+nap) }), "the bomb's processes died with the turn")
 }
@@ -78,7 +79,7 @@ func TestADiskFillingWriteEndsTheTurnWithItsLimit(t *testing.T) {
 		c.Sandbox.MaxDisk = 128 << 20
 	})
 	require.Error(t, r.err)
-	assert.Equal(t, KindBudget, KindOf(r.err))
+	assert.Equal(t, fault.KindBudget, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "max_disk")
 	assert.Equal(t, "work", testenv.Git(t, r.repo, "show", r.rec.Branch+":work.txt"))
 	// The limit counts what the filesystem lost, so other writers on the

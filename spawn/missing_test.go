@@ -1,13 +1,14 @@
 package spawn
 
 import (
-	"github.com/infinite-improbability-drive/spawn/runners"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 // A CLI that is not on PATH is named with the version spawn pins and the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // A coder that writes a workflow in github mode does not get it pushed:
@@ -24,7 +25,7 @@ func TestGitHubModeDoesNotPushAWorkflowTheCoderWrote(t *testing.T) {
 	}}}}
 	r := runGitHub(t, sc, nil, nil)
 	require.Error(t, r.err)
-	assert.Equal(t, KindGitHub, KindOf(r.err))
+	assert.Equal(t, fault.KindGitHub, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), ".github/workflows/exfiltrate.yml")
 	assert.Contains(t, r.err.Error(), "allow_ci_changes")
 	assert.Contains(t, testenv.Git(t, r.repo, "ls-tree", "-r", "--name-only", r.rec.Branch), ".github/workflows/exfiltrate.yml", "the work is on the local branch")

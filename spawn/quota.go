@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/team"
 )
 
@@ -40,7 +41,7 @@ func (r *run) usageLimit(who agent, f runners.Failure, q quota, seen bool) error
 	if said != "" {
 		said = " (" + oneLine(said) + ")"
 	}
-	e := errorf(KindUsageLimit, nil, "%s reached its account's usage limit%s; %s; the work is committed on %s, and spawn resume %s goes on from here once it has reset (or set wait_for_quota in [spawn] to wait for it)",
+	e := fault.Errorf(fault.KindUsageLimit, nil, "%s reached its account's usage limit%s; %s; the work is committed on %s, and spawn resume %s goes on from here once it has reset (or set wait_for_quota in [spawn] to wait for it)",
 		who.cli, said, when, r.sb.Branch, r.dir.ID)
 	e.ResetAt = reset
 	return e
@@ -55,8 +56,8 @@ func (r *run) waitForQuota(ctx context.Context, who string, turn func() (team.Re
 	left := r.opts.Config.Spawn.WaitForQuota
 	for {
 		reply, err := turn()
-		var se *Error
-		if left <= 0 || !errors.As(err, &se) || se.Kind != KindUsageLimit || se.ResetAt.IsZero() {
+		var se *fault.Error
+		if left <= 0 || !errors.As(err, &se) || se.Kind != fault.KindUsageLimit || se.ResetAt.IsZero() {
 			return reply, err
 		}
 		wait := time.Until(se.ResetAt) + time.Second
@@ -69,7 +70,7 @@ func (r *run) waitForQuota(ctx context.Context, who string, turn func() (team.Re
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return reply, errors.Join(errorf(KindInterrupted, ctx.Err(), "interrupted while waiting for %s's usage limit to reset; the work is committed on %s", who, r.sb.Branch), err)
+			return reply, errors.Join(fault.Errorf(fault.KindInterrupted, ctx.Err(), "interrupted while waiting for %s's usage limit to reset; the work is committed on %s", who, r.sb.Branch), err)
 		case <-timer.C:
 		}
 		left -= wait

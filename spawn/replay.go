@@ -16,6 +16,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/team"
 )
@@ -65,7 +66,7 @@ type replaying struct {
 // It returns the replay's record, never nil, and the replay's error as
 // Run's. A run that cannot be replayed (still running, resumed, in
 // github mode or a spawn pr run, without a cassette or a kept
-// configuration) is a usage *Error and nothing is created.
+// configuration) is a usage *fault.Error and nothing is created.
 func Replay(ctx context.Context, opts ReplayOptions, sink Sink) (*observability.Record, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -85,17 +86,17 @@ func Replay(ctx context.Context, opts ReplayOptions, sink Sink) (*observability.
 	dir := e.Paths
 	of, err := dir.ReadRecord()
 	if err != nil {
-		return fail(errorf(KindInternal, err, "cannot read run %s: %v", e.ID, err))
+		return fail(fault.Errorf(fault.KindInternal, err, "cannot read run %s: %v", e.ID, err))
 	}
 	if err := replayable(of); err != nil {
 		return fail(err)
 	}
 	cfg, err := readConfig(dir.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fail(errorf(KindUsage, err, "run %s kept no configuration (an older spawn ran it), so it cannot be replayed; replay a run made by this spawn", of.ID))
+		return fail(fault.Errorf(fault.KindUsage, err, "run %s kept no configuration (an older spawn ran it), so it cannot be replayed; replay a run made by this spawn", of.ID))
 	}
 	if err != nil {
-		return fail(errorf(KindConfig, err, "run %s's configuration (%s) cannot be used: %v", of.ID, filepath.Join(dir.Dir, configName), err))
+		return fail(fault.Errorf(fault.KindConfig, err, "run %s's configuration (%s) cannot be used: %v", of.ID, filepath.Join(dir.Dir, configName), err))
 	}
 	cfg.Team.Mode = of.Mode
 	p := &replaying{of: of, path: filepath.Join(dir.Dir, cassetteName)}
@@ -104,10 +105,10 @@ func Replay(ctx context.Context, opts ReplayOptions, sink Sink) (*observability.
 	}
 	h, xs, err := relay.ReadCassette(p.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fail(errorf(KindUsage, err, "run %s kept no cassette ([observability] cassette was false when it ran), so it cannot be replayed", of.ID))
+		return fail(fault.Errorf(fault.KindUsage, err, "run %s kept no cassette ([observability] cassette was false when it ran), so it cannot be replayed", of.ID))
 	}
 	if err != nil {
-		return fail(errorf(KindUsage, err, "run %s's cassette cannot be read (%v); it cannot be replayed", of.ID, err))
+		return fail(fault.Errorf(fault.KindUsage, err, "run %s's cassette cannot be read (%v); it cannot be replayed", of.ID, err))
 	}
 	p.exchanges, p.recorded = xs, h.Context
 	for _, c := range of.Commits {
@@ -132,13 +133,13 @@ func Replay(ctx context.Context, opts ReplayOptions, sink Sink) (*observability.
 func replayable(rec *observability.Record) error {
 	switch {
 	case rec.Status == observability.StatusRunning:
-		return errorf(KindUsage, nil, "run %s is still running; replay it once it has ended", rec.ID)
+		return fault.Errorf(fault.KindUsage, nil, "run %s is still running; replay it once it has ended", rec.ID)
 	case rec.Mode == observability.ModeGitHub || rec.Mode == observability.ModePR:
-		return errorf(KindNotImplemented, nil, "run %s worked on a pull request (mode %s), which spawn replay cannot replay: it replays solo, sequential and pingpong runs", rec.ID, rec.Mode)
+		return fault.Errorf(fault.KindNotImplemented, nil, "run %s worked on a pull request (mode %s), which spawn replay cannot replay: it replays solo, sequential and pingpong runs", rec.ID, rec.Mode)
 	case len(rec.Resumes) > 0:
-		return errorf(KindUsage, nil, "run %s was resumed, and its cassette holds only its first part; spawn replay replays runs that ran in one go", rec.ID)
+		return fault.Errorf(fault.KindUsage, nil, "run %s was resumed, and its cassette holds only its first part; spawn replay replays runs that ran in one go", rec.ID)
 	case rec.Base == "":
-		return errorf(KindUsage, nil, "run %s never began (it has no base commit), so there is nothing to replay", rec.ID)
+		return fault.Errorf(fault.KindUsage, nil, "run %s never began (it has no base commit), so there is nothing to replay", rec.ID)
 	}
 	return nil
 }
@@ -161,7 +162,7 @@ func swapBinaries(cfg config.Config, bins map[string]string) (config.Config, []o
 		}
 		a, err := reg.Lookup(name)
 		if err != nil {
-			return cfg, nil, errorf(KindUsage, err, "%v", err)
+			return cfg, nil, fault.Errorf(fault.KindUsage, err, "%v", err)
 		}
 		if abs, err := filepath.Abs(path); err == nil && strings.ContainsRune(path, os.PathSeparator) {
 			path = abs

@@ -11,6 +11,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
@@ -49,7 +50,7 @@ type ResumeOptions struct {
 //
 // A run that is live (another process holds it), approved, a finished
 // solo run, or whose worktree is gone is not resumed: a usage or
-// sandbox_gone *Error says why, and nothing changes. An abandoned run is
+// sandbox_gone *fault.Error says why, and nothing changes. An abandoned run is
 // repaired first.
 func Resume(ctx context.Context, opts ResumeOptions, sink Sink) (*observability.Record, error) {
 	if opts.Now == nil {
@@ -76,10 +77,10 @@ func Resume(ctx context.Context, opts ResumeOptions, sink Sink) (*observability.
 	dir, err := repo.Registry.Acquire(e.ID)
 	var live *runs.LiveError
 	if errors.As(err, &live) {
-		return fail(errorf(KindUsage, err, "%v; wait for it to end, or stop it with spawn stop %s, before resuming it", err, e.ID))
+		return fail(fault.Errorf(fault.KindUsage, err, "%v; wait for it to end, or stop it with spawn stop %s, before resuming it", err, e.ID))
 	}
 	if err != nil {
-		return fail(errorf(KindInternal, err, "cannot open run %s: %v", e.ID, err))
+		return fail(fault.Errorf(fault.KindInternal, err, "cannot open run %s: %v", e.ID, err))
 	}
 	r, from, err := reopen(ctx, repo, dir, opts, sink)
 	if err != nil {
@@ -96,7 +97,7 @@ func Resume(ctx context.Context, opts ResumeOptions, sink Sink) (*observability.
 func reopen(ctx context.Context, repo *runs.Repo, dir *runs.Run, opts ResumeOptions, sink Sink) (*run, team.Progress, error) {
 	rec, err := dir.ReadRecord()
 	if err != nil {
-		return nil, team.Progress{}, errorf(KindInternal, err, "cannot read run %s: %v", dir.ID, err)
+		return nil, team.Progress{}, fault.Errorf(fault.KindInternal, err, "cannot read run %s: %v", dir.ID, err)
 	}
 	if rec.Status == observability.StatusRunning {
 		// Abandoned: this process holds its lock now.
@@ -105,24 +106,24 @@ func reopen(ctx context.Context, repo *runs.Repo, dir *runs.Run, opts ResumeOpti
 		}
 	}
 	if rec.Mode == observability.ModePR {
-		return nil, team.Progress{}, errorf(KindNotImplemented, nil, "run %s is a spawn pr run, which spawn resume cannot continue; its replies are on the pull request and its commits on its branch: spawn pr %d takes up the threads still open", dir.ID, prNumberOf(rec))
+		return nil, team.Progress{}, fault.Errorf(fault.KindNotImplemented, nil, "run %s is a spawn pr run, which spawn resume cannot continue; its replies are on the pull request and its commits on its branch: spawn pr %d takes up the threads still open", dir.ID, prNumberOf(rec))
 	}
 	from := team.ProgressOf(rec)
 	if err := team.Continuable(rec.Mode, from); err != nil {
-		return nil, team.Progress{}, errorf(KindUsage, err, "run %s has %v; start a new run with spawn run", dir.ID, err)
+		return nil, team.Progress{}, fault.Errorf(fault.KindUsage, err, "run %s has %v; start a new run with spawn run", dir.ID, err)
 	}
 	if rec.Mode == observability.ModeGitHub {
-		return nil, team.Progress{}, errorf(KindNotImplemented, nil, "run %s is in github mode, which spawn resume cannot continue yet; its branch and pull request keep the work: spawn pr <number> fixes the open review threads", dir.ID)
+		return nil, team.Progress{}, fault.Errorf(fault.KindNotImplemented, nil, "run %s is in github mode, which spawn resume cannot continue yet; its branch and pull request keep the work: spawn pr <number> fixes the open review threads", dir.ID)
 	}
 	sb, err := repo.Sandbox(ctx, dir.ID, rec)
 	if err != nil {
-		return nil, team.Progress{}, errorf(KindSandboxGone, err, "run %s cannot be resumed: %v (the branch %s keeps its commits)", dir.ID, err, rec.Branch)
+		return nil, team.Progress{}, fault.Errorf(fault.KindSandboxGone, err, "run %s cannot be resumed: %v (the branch %s keeps its commits)", dir.ID, err, rec.Branch)
 	}
 	if _, err := os.Lstat(sb.Path); err != nil {
-		return nil, team.Progress{}, errorf(KindSandboxGone, err, "run %s cannot be resumed: its worktree %s is gone (the branch %s keeps its commits)", dir.ID, sb.Path, rec.Branch)
+		return nil, team.Progress{}, fault.Errorf(fault.KindSandboxGone, err, "run %s cannot be resumed: its worktree %s is gone (the branch %s keeps its commits)", dir.ID, sb.Path, rec.Branch)
 	}
 	if sb.Legacy {
-		return nil, team.Progress{}, errorf(KindUsage, sandbox.ErrLegacy, "run %s cannot be resumed: its worktree was made by an older spawn, which let the coder write the repository's git state; its branch %s keeps its commits: start a new run from it with spawn run --base %s", dir.ID, rec.Branch, rec.Branch)
+		return nil, team.Progress{}, fault.Errorf(fault.KindUsage, sandbox.ErrLegacy, "run %s cannot be resumed: its worktree was made by an older spawn, which let the coder write the repository's git state; its branch %s keeps its commits: start a new run from it with spawn run --base %s", dir.ID, rec.Branch, rec.Branch)
 	}
 	cfg := opts.Config
 	cfg.Team.Mode = rec.Mode
@@ -140,13 +141,13 @@ func reopen(ctx context.Context, repo *runs.Repo, dir *runs.Run, opts ResumeOpti
 	r := &run{opts: runOpts, pre: pre, sb: sb, dir: dir, rec: rec, procs: transcripts(dir)}
 	conf, err := confine(ctx, runOpts, pre.isolation, pre.seats, sb, dir.Paths, r.spend.relay, r.spend.allow(cfg.Spawn.MaxCostUSD))
 	if err != nil {
-		return nil, team.Progress{}, errorf(KindInternal, err, "cannot confine the agents: %v", err)
+		return nil, team.Progress{}, fault.Errorf(fault.KindInternal, err, "cannot confine the agents: %v", err)
 	}
 	red := observability.RedactorOf(environ.Secrets...)
 	r.red, r.conf, r.cleanups = red, conf, []func() error{conf.close, r.fillTrees}
 	r.record = &recorder{rec: rec, path: dir.RecordPath(), red: red}
 	if r.log, err = runs.OpenEventLog(dir.EventsPath(), red); err != nil {
-		return nil, team.Progress{}, errors.Join(errorf(KindInternal, err, "cannot write the event log: %v", err), conf.close())
+		return nil, team.Progress{}, errors.Join(fault.Errorf(fault.KindInternal, err, "cannot write the event log: %v", err), conf.close())
 	}
 	r.events = &stream{run: dir.ID, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}
 	r.emit(observability.Event{Kind: observability.EventResumed, Resume: &observability.Resume{At: opts.Now().UTC(), FromStatus: rec.Status, FromVerdict: rec.Verdict,

@@ -12,6 +12,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 func TestResumeOfARunOutOfRoundsContinuesToApprovalInTheSameSession(t *testing.T) {
@@ -24,7 +25,7 @@ func TestResumeOfARunOutOfRoundsContinuesToApprovalInTheSameSession(t *testing.T
 		),
 	}, func(c *config.Config) { c.Team.MaxIterations = 1 })
 	require.Equal(t, observability.VerdictChangesRequested, r.rec.Verdict)
-	require.Equal(t, ExitNotApproved, r.exitCode())
+	require.Equal(t, fault.ExitNotApproved, r.exitCode())
 	first := *r.rec
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -43,7 +44,7 @@ func TestResumeOfARunOutOfRoundsContinuesToApprovalInTheSameSession(t *testing.T
 	assert.Equal(t, []string{bug.ID}, rec.ReviewFeedback[1].Resolved)
 	require.Len(t, rec.Resumes, 1)
 	assert.Equal(t, observability.VerdictChangesRequested, rec.Resumes[0].FromVerdict)
-	assert.Equal(t, ExitNotApproved, rec.Resumes[0].FromExitCode)
+	assert.Equal(t, fault.ExitNotApproved, rec.Resumes[0].FromExitCode)
 	assert.Equal(t, 2, rec.Resumes[0].Round)
 	assert.Equal(t, first.CommandLines, rec.CommandLines[:len(first.CommandLines)], "nothing recorded before is rewritten")
 	assert.Equal(t, first.Commits, rec.Commits[:len(first.Commits)])
@@ -74,6 +75,6 @@ func TestResumeOfARunOutOfRoundsContinuesToApprovalInTheSameSession(t *testing.T
 	// An approved run has nothing left to resume: exit 2, nothing changes.
 	again, err := Resume(ctx, ResumeOptions{Ref: rec.ID[:10], Config: r.cfg, RepoDir: r.repo, Env: r.env}, nil)
 	require.Error(t, err)
-	assert.Equal(t, ExitUsage, ExitCode(err, again.Verdict))
+	assert.Equal(t, fault.ExitUsage, ExitCode(err, again.Verdict))
 	assert.Contains(t, err.Error(), "approved")
 }

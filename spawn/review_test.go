@@ -18,6 +18,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // teamRun is one run of spawn's review loop: the real claude as coder and
@@ -473,7 +474,7 @@ func TestFixTurnThatChangesNothingEndsNotConverged(t *testing.T) {
 	}, nil)
 	require.NoError(t, r.err)
 	assert.Equal(t, observability.VerdictNotConverged, r.rec.Verdict)
-	assert.Equal(t, ExitNotApproved, r.exitCode())
+	assert.Equal(t, fault.ExitNotApproved, r.exitCode())
 	require.NotEmpty(t, r.rec.Notes)
 	assert.Contains(t, r.rec.Notes[len(r.rec.Notes)-1], "the fix turn changed nothing")
 	prompts := r.reviewerPrompts()

@@ -19,6 +19,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/team"
 )
@@ -53,10 +54,10 @@ func reviewerRun(t *testing.T, sc modelserver.Scenario, maxRetries int) (*run, *
 func TestReviewerModelErrorsAreClassified(t *testing.T) {
 	tests := []struct {
 		status int
-		kind   Kind
+		kind   fault.Kind
 	}{
-		{401, KindAuth},
-		{500, KindModelUnavailable},
+		{401, fault.KindAuth},
+		{500, fault.KindModelUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("HTTP %d", tt.status), func(t *testing.T) {
@@ -71,7 +72,7 @@ func TestReviewerModelErrorsAreClassified(t *testing.T) {
 			assert.Less(t, time.Since(start), 30*time.Second, "the retry bound in spawn's system settings was honoured")
 			require.Error(t, err)
 			assert.Equal(t, tt.kind, KindOf(err), err.Error())
-			assert.Equal(t, ExitAgent, ExitCode(err, observability.VerdictNone))
+			assert.Equal(t, fault.ExitAgent, ExitCode(err, observability.VerdictNone))
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -225,11 +226,11 @@ func TestModelAPIErrorIsAnAgentFailure(t *testing.T) {
 	r := runSolo(t, sc, "anything", nil)
 	require.Error(t, r.err)
 	assert.Less(t, time.Since(start), 60*time.Second, "retries are bounded")
-	assert.Equal(t, KindModelUnavailable, KindOf(r.err))
-	assert.Equal(t, ExitAgent, ExitCode(r.err, ""))
+	assert.Equal(t, fault.KindModelUnavailable, KindOf(r.err))
+	assert.Equal(t, fault.ExitAgent, ExitCode(r.err, ""))
 	assert.Contains(t, r.err.Error(), "the model API is unavailable: HTTP 500")
 	assert.Equal(t, observability.StatusFailed, r.rec.Status)
-	assert.Equal(t, ExitAgent, r.rec.ExitCode)
+	assert.Equal(t, fault.ExitAgent, r.rec.ExitCode)
 	require.NotNil(t, r.rec.Error)
 	assert.Equal(t, "model_unavailable", r.rec.Error.Kind)
 	r.onDisk(t)
@@ -300,18 +301,18 @@ func TestBadInputCreatesNothing(t *testing.T) {
 		name string
 		opts Options
 		mode observability.Mode
-		kind Kind
+		kind fault.Kind
 		msg  string
 	}{
-		{"not a repository", Options{RepoDir: notRepo}, "", KindRepo, "is not a git repository"},
-		{"no commits", Options{RepoDir: empty}, "", KindRepo, "has no commits yet"},
-		{"unknown base", Options{RepoDir: repo, Base: "no-such-ref"}, "", KindRepo, `the base "no-such-ref" names no commit`},
-		{"existing branch", Options{RepoDir: repo, Branch: "spawn/taken"}, "", KindRepo, "already exists"},
-		{"bad branch name", Options{RepoDir: repo, Branch: "bad..name"}, "", KindRepo, "not a valid branch name"},
-		{"empty task", Options{RepoDir: repo, Task: " "}, "", KindUsage, "no task given"},
-		{"unknown mode", Options{RepoDir: repo}, "chaos", KindConfig, `"chaos" is not a mode`},
-		{"missing reviewer CLI", Options{RepoDir: repo}, observability.ModePingpong, KindMissingCLI, "gemini CLI (no-such-gemini) is not on PATH; install the pinned gemini 0.61.0"},
-		{"missing CLI", Options{RepoDir: repo}, "", KindMissingCLI, "claude CLI (no-such-claude) is not on PATH; install the pinned claude 2.1.332"},
+		{"not a repository", Options{RepoDir: notRepo}, "", fault.KindRepo, "is not a git repository"},
+		{"no commits", Options{RepoDir: empty}, "", fault.KindRepo, "has no commits yet"},
+		{"unknown base", Options{RepoDir: repo, Base: "no-such-ref"}, "", fault.KindRepo, `the base "no-such-ref" names no commit`},
+		{"existing branch", Options{RepoDir: repo, Branch: "spawn/taken"}, "", fault.KindRepo, "already exists"},
+		{"bad branch name", Options{RepoDir: repo, Branch: "bad..name"}, "", fault.KindRepo, "not a valid branch name"},
+		{"empty task", Options{RepoDir: repo, Task: " "}, "", fault.KindUsage, "no task given"},
+		{"unknown mode", Options{RepoDir: repo}, "chaos", fault.KindConfig, `"chaos" is not a mode`},
+		{"missing reviewer CLI", Options{RepoDir: repo}, observability.ModePingpong, fault.KindMissingCLI, "gemini CLI (no-such-gemini) is not on PATH; install the pinned gemini 0.61.0"},
+		{"missing CLI", Options{RepoDir: repo}, "", fault.KindMissingCLI, "claude CLI (no-such-claude) is not on PATH; install the pinned claude 2.1.332"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -336,8 +337,8 @@ func TestBadInputCreatesNothing(t *testing.T) {
 			assert.Equal(t, observability.StatusFailed, rec.Status)
 			assert.Equal(t, string(tt.kind), rec.Error.Kind)
 			assert.Equal(t, tt.kind, KindOf(err))
-			assert.Equal(t, ExitUsage, ExitCode(err, observability.VerdictNone))
-			assert.Equal(t, ExitUsage, rec.ExitCode)
+			assert.Equal(t, fault.ExitUsage, ExitCode(err, observability.VerdictNone))
+			assert.Equal(t, fault.ExitUsage, rec.ExitCode)
 			assert.Contains(t, err.Error(), tt.msg)
 			assert.NotContains(t, err.Error(), "\n", "one sentence")
 			if _, statErr := os.Stat(opts.RepoDir); statErr == nil {

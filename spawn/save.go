@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -96,21 +97,21 @@ func (r *run) Reviewed(round observability.Round) {
 	r.emit(observability.Event{Kind: observability.EventReview, Round: round.Number, Review: &round})
 }
 
-// recordError is the record's first write error as an internal *Error
+// recordError is the record's first write error as an internal *fault.Error
 // (the work is committed before it is reported), nil when the record is
 // being written.
 func (r *run) recordError() error {
 	if err := r.record.Err(); err != nil {
-		return errorf(KindInternal, err, "%v; the work is committed on %s", err, r.sb.Branch)
+		return fault.Errorf(fault.KindInternal, err, "%v; the work is committed on %s", err, r.sb.Branch)
 	}
 	return nil
 }
 
-// sandboxError is err as an *Error: sandbox_gone when the worktree was
+// sandboxError is err as a *fault.Error: sandbox_gone when the worktree was
 // deleted, internal otherwise.
 func (r *run) sandboxError(err error, msg string) error {
 	if errors.Is(err, sandbox.ErrGone) {
-		return errorf(KindSandboxGone, err, "%v", err)
+		return fault.Errorf(fault.KindSandboxGone, err, "%v", err)
 	}
-	return errorf(KindInternal, err, "%s: %v", msg, err)
+	return fault.Errorf(fault.KindInternal, err, "%s: %v", msg, err)
 }

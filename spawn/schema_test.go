@@ -14,6 +14,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -86,7 +87,7 @@ func TestRealRecordsAndEventsMatchTheSchemas(t *testing.T) {
 			Anthropic: []modelserver.Script{coderTurns(5)},
 			Gemini:    reviewRounds(answer("request_changes", nil, bug), answer("request_changes", nil, bug)),
 		}, func(c *config.Config) { c.Team.MaxIterations = 2 })
-		assert.Equal(t, ExitNotApproved, r.exitCode())
+		assert.Equal(t, fault.ExitNotApproved, r.exitCode())
 		conforms(t, r.repo, r.rec.ID)
 	})
 }

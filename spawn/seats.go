@@ -9,6 +9,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/team"
 )
 
@@ -87,7 +88,7 @@ func findSeats(reg runners.Registry, cfg config.Config, env []string, vars runne
 			return seats{}, err
 		}
 		if r.adapter.Family() == s.coder.adapter.Family() && !cfg.Team.SameFamily {
-			return seats{}, errorf(KindConfig, nil, "the reviewer %s is of the coder's own model family (%s), and a model reviewing its own family's work shares its blind spots; choose a reviewer of another family (spawn-team.reviewers, or --reviewer), or set same_family = true in [spawn-team] if you want it anyway",
+			return seats{}, fault.Errorf(fault.KindConfig, nil, "the reviewer %s is of the coder's own model family (%s), and a model reviewing its own family's work shares its blind spots; choose a reviewer of another family (spawn-team.reviewers, or --reviewer), or set same_family = true in [spawn-team] if you want it anyway",
 				r.name(), r.adapter.Family())
 		}
 		s.reviewers = append(s.reviewers, r)
@@ -107,12 +108,12 @@ func findSeats(reg runners.Registry, cfg config.Config, env []string, vars runne
 func findCLI(reg runners.Registry, cfg config.Config, name string, env []string) (seatCLI, error) {
 	a, err := reg.Lookup(name)
 	if err != nil {
-		return seatCLI{}, errorf(KindConfig, err, "%v", err)
+		return seatCLI{}, fault.Errorf(fault.KindConfig, err, "%v", err)
 	}
 	settings := cfg.Runners.Get(a.Name())
 	bin, err := proc.LookPath(settings.Command, env)
 	if err != nil {
-		return seatCLI{}, errorf(KindMissingCLI, err, "%s", missingCLI(a, settings.Command))
+		return seatCLI{}, fault.Errorf(fault.KindMissingCLI, err, "%s", missingCLI(a, settings.Command))
 	}
 	if dir, err := filepath.EvalSymlinks(filepath.Dir(bin)); err == nil {
 		bin = filepath.Join(dir, filepath.Base(bin))
@@ -145,7 +146,7 @@ func checkCredentials(reg runners.Registry, s seats, vars runners.Values) error 
 				}
 			}
 		}
-		return errorf(KindAuth, nil, "the %s (%s) has no credential: %s%s, then run again (nothing was started)", role, seat.name(), p.Missing, hint)
+		return fault.Errorf(fault.KindAuth, nil, "the %s (%s) has no credential: %s%s, then run again (nothing was started)", role, seat.name(), p.Missing, hint)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -204,7 +205,7 @@ func TestAReviewerOfTheCodersFamilyIsRefused(t *testing.T) {
 	env := testenv.Env(t, "ANTHROPIC_API_KEY=k", "OPENAI_API_KEY=k")
 	rec, err := Run(context.Background(), Options{Task: "do it", RepoDir: repo, Config: cfg, Env: env}, nil)
 	require.Error(t, err)
-	assert.Equal(t, ExitUsage, rec.ExitCode)
+	assert.Equal(t, fault.ExitUsage, rec.ExitCode)
 	assert.Equal(t, "the reviewer claude is of the coder's own model family (anthropic), and a model reviewing its own family's work shares its blind spots; choose a reviewer of another family (spawn-team.reviewers, or --reviewer), or set same_family = true in [spawn-team] if you want it anyway", err.Error())
 	assert.Empty(t, rec.ID)
 	assert.Equal(t, before, snapshot(t, repo))
@@ -228,7 +229,7 @@ func TestASeatWithoutACredentialIsFoundFirst(t *testing.T) {
 	env := testenv.Env(t, "ANTHROPIC_API_KEY=k", "OPENAI_API_KEY=k")
 	rec, err := Run(context.Background(), Options{Task: "do it", RepoDir: repo, Config: cfg, Env: env}, nil)
 	require.Error(t, err)
-	assert.Equal(t, KindAuth, KindOf(err))
+	assert.Equal(t, fault.KindAuth, KindOf(err))
 	assert.Equal(t, "the reviewer (gemini) has no credential: set GEMINI_API_KEY to a Gemini API key, or choose a reviewer whose key you have (--reviewer codex), then run again (nothing was started)", err.Error())
 	assert.Empty(t, rec.ID)
 	assert.NoDirExists(t, filepath.Join(repo, sandbox.Dir, "worktrees"))
@@ -253,8 +254,8 @@ func TestAUsageLimitEndsTheTurnWithItsResetTime(t *testing.T) {
 			start := time.Now()
 			r := runSeated(t, observability.ModeSolo, name, nil, sc, nil)
 			require.Error(t, r.err)
-			assert.Equal(t, KindUsageLimit, KindOf(r.err), "%v", r.err)
-			assert.Equal(t, ExitTimeout, r.rec.ExitCode)
+			assert.Equal(t, fault.KindUsageLimit, KindOf(r.err), "%v", r.err)
+			assert.Equal(t, fault.ExitTimeout, r.rec.ExitCode)
 			assert.Contains(t, r.err.Error(), "reached its account's usage limit")
 			assert.Contains(t, r.err.Error(), "spawn resume "+r.rec.ID)
 			require.NotNil(t, r.rec.Error)

@@ -24,6 +24,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
@@ -69,7 +70,7 @@ type Options struct {
 // Run runs opts.Task in the mode opts.Config names and returns its record,
 // which is never nil. err says why the run did not succeed and, with the
 // record's verdict, decides the exit code (ExitCode; the record's exit_code
-// holds it too). When the input is bad (an *Error of a usage, config or repo
+// holds it too). When the input is bad (a *fault.Error of a usage, config or repo
 // kind), nothing is created and the record, never written, only carries
 // the error. Otherwise the sandbox and the run directory exist, and the
 // agents' work is committed on the sandbox branch whatever happened:
@@ -80,7 +81,7 @@ func Run(ctx context.Context, opts Options, sink Sink) (*observability.Record, e
 		if opts.Now == nil {
 			opts.Now = time.Now
 		}
-		err := errorf(KindUsage, nil, "mode %q is spawn pr's own; set [spawn-team] mode to one of %s, or address a pull request's review with spawn pr <number>",
+		err := fault.Errorf(fault.KindUsage, nil, "mode %q is spawn pr's own; set [spawn-team] mode to one of %s, or address a pull request's review with spawn pr <number>",
 			observability.ModePR, strings.Join(modeNames(), ", "))
 		return rejected(opts, opts.Now(), err), err
 	}
@@ -174,7 +175,7 @@ type checked struct {
 func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 	cfg := opts.Config
 	if opts.Task == "" {
-		return checked{}, errorf(KindUsage, nil, "no task given; pass it as arguments, with --task-file, or on stdin with -")
+		return checked{}, fault.Errorf(fault.KindUsage, nil, "no task given; pass it as arguments, with --task-file, or on stdin with -")
 	}
 	if err := cfg.Validate(); err != nil {
 		return checked{}, err
@@ -209,7 +210,7 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 	}
 	// Last: Check creates the registry's directory.
 	if err := c.registry.Check(); err != nil {
-		return checked{}, errorf(KindRepo, err, "cannot keep run records in %s (%v); make it writable, then run again", filepath.Join(plan.SpawnDir(), "runs"), err)
+		return checked{}, fault.Errorf(fault.KindRepo, err, "cannot keep run records in %s (%v); make it writable, then run again", filepath.Join(plan.SpawnDir(), "runs"), err)
 	}
 	return c, nil
 }
@@ -224,10 +225,10 @@ func (c *checked) checkAgents(cfg config.Config, env []string, iso isolation.Rep
 		return err
 	}
 	if c.isolation = iso; isoErr != nil {
-		return errorf(KindNoSandbox, isoErr, "%v", isoErr)
+		return fault.Errorf(fault.KindNoSandbox, isoErr, "%v", isoErr)
 	}
 	if cfg.Sandbox.Network == isolation.NetworkModelOnly && !c.isolation.Mode.Confines() {
-		return errorf(KindNoSandbox, nil, "network = \"model-only\" needs a sandbox, but %s; %s, or set [sandbox] network = \"open\"", c.isolation.Reason, isolation.InstallHint)
+		return fault.Errorf(fault.KindNoSandbox, nil, "network = \"model-only\" needs a sandbox, but %s; %s, or set [sandbox] network = \"open\"", c.isolation.Reason, isolation.InstallHint)
 	}
 	c.policy = team.Policy{Mode: cfg.Team.Mode, MaxIterations: cfg.Team.MaxIterations, Parallel: cfg.Team.ParallelReviewers, MaxConcurrent: cfg.Team.MaxConcurrentReviewers,
 		Board: c.seats.board(), Rule: team.Rule{Majority: cfg.Team.Board == config.BoardMajority, BlockAt: observability.Severity(cfg.Team.BlockAt)}}
@@ -272,28 +273,28 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	opts.environ = pre.environ
 	unlock, err := pre.registry.LockRepo(ctx)
 	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot lock %s for a new run: %v", pre.plan.SpawnDir(), err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot lock %s for a new run: %v", pre.plan.SpawnDir(), err)
 	}
 	defer func() { err = errors.Join(err, unlock()) }()
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot find spawn's own binary: %v", err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot find spawn's own binary: %v", err)
 	}
 	sb, err := pre.plan.Create(ctx, exe)
 	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot create the sandbox worktree: %v", err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot create the sandbox worktree: %v", err)
 	}
 	undo := func(cause error) error {
 		return errors.Join(cause, sb.Remove(context.WithoutCancel(ctx)))
 	}
 	dir, err := pre.registry.Create(id)
 	if err != nil {
-		return nil, undo(errorf(KindInternal, err, "cannot create the run directory: %v", err))
+		return nil, undo(fault.Errorf(fault.KindInternal, err, "cannot create the run directory: %v", err))
 	}
 	r = &run{opts: opts, pre: pre, sb: sb, dir: dir}
 	conf, err := confine(ctx, opts, pre.isolation, pre.seats, sb, dir.Paths, r.spend.relay, r.spend.allow(opts.Config.Spawn.MaxCostUSD))
 	if err != nil {
-		return nil, undo(errors.Join(errorf(KindInternal, err, "cannot confine the agents: %v", err), dir.Remove()))
+		return nil, undo(errors.Join(fault.Errorf(fault.KindInternal, err, "cannot confine the agents: %v", err), dir.Remove()))
 	}
 	prevUndo := undo
 	undo = func(cause error) error { return prevUndo(errors.Join(cause, conf.close())) }
@@ -305,10 +306,10 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	r.rec, r.red, r.conf, r.cleanups = rec, red, conf, []func() error{conf.close}
 	r.record = &recorder{rec: rec, path: dir.RecordPath(), red: red}
 	if err := r.record.save(); err != nil {
-		return nil, undo(errors.Join(errorf(KindInternal, err, "%v", err), dir.Remove()))
+		return nil, undo(errors.Join(fault.Errorf(fault.KindInternal, err, "%v", err), dir.Remove()))
 	}
 	if r.log, err = runs.OpenEventLog(dir.EventsPath(), red); err != nil {
-		return nil, undo(errors.Join(errorf(KindInternal, err, "cannot write the event log: %v", err), dir.Remove()))
+		return nil, undo(errors.Join(fault.Errorf(fault.KindInternal, err, "cannot write the event log: %v", err), dir.Remove()))
 	}
 	if sink == nil {
 		sink = Discard
@@ -368,7 +369,7 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	}
 	for _, c := range r.cleanups {
 		if err := c(); err != nil {
-			errs = append(errs, errorf(KindInternal, err, "cannot clean up: %v", err))
+			errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
 		}
 	}
 	r.cleanups = nil
@@ -383,9 +384,9 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	status := observability.StatusSucceeded
 	switch KindOf(err) {
 	case "":
-	case KindTimeout:
+	case fault.KindTimeout:
 		status = observability.StatusTimedOut
-	case KindInterrupted:
+	case fault.KindInterrupted:
 		status = observability.StatusInterrupted
 	default:
 		status = observability.StatusFailed
@@ -405,12 +406,12 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 		r.wrap(r.dir.Close(), "cannot release the run's lock"))
 }
 
-// wrap makes err an internal *Error with the message msg; nil stays nil.
+// wrap makes err an internal *fault.Error with the message msg; nil stays nil.
 func (r *run) wrap(err error, msg string) error {
 	if err == nil {
 		return nil
 	}
-	return errorf(KindInternal, err, "%s: %v", msg, err)
+	return fault.Errorf(fault.KindInternal, err, "%s: %v", msg, err)
 }
 
 // lastRound is the highest round an agent ran in.

@@ -3,8 +3,9 @@ package spawn
 import (
 	"context"
 	"fmt"
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
 // initSubmodules gives the sandbox the files of the repository's

@@ -12,6 +12,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 func allowSleep(c *config.Config) {
@@ -46,7 +47,7 @@ func TestAToolCallSilentPastTheToolTimeoutIsStoppedWithHowToRaiseIt(t *testing.T
 	})
 	require.Error(t, r.err)
 	assert.Less(t, time.Since(start), 40*time.Second, "stopped by the tool timeout, not the idle one")
-	assert.Equal(t, KindTimeout, KindOf(r.err))
+	assert.Equal(t, fault.KindTimeout, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "sleep 60", "the message names the command")
 	assert.Contains(t, r.err.Error(), "printed nothing for 3s (the tool timeout)", "and the value")
 	assert.Contains(t, r.err.Error(), "raise it with --tool-timeout, tool_timeout in [spawn] of spawn-team.toml or SPAWN_TOOL_TIMEOUT", "and how to raise it")

@@ -15,6 +15,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/team"
 	"github.com/infinite-improbability-drive/spawn/watcher"
 )
@@ -23,7 +24,7 @@ import (
 // one) under the watcher: denied escalatable tools are granted and the
 // session resumed, questions are answered, budgets and timeouts are
 // enforced. Then whatever the coder left is committed. The error is an
-// *Error saying why the turn failed: timeout, budget, interrupt, crash,
+// *fault.Error saying why the turn failed: timeout, budget, interrupt, crash,
 // model API, or a record that cannot be written.
 //
 // A turn that ends at a usage limit that resets within wait_for_quota
@@ -71,7 +72,7 @@ func (r *run) code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
 
 // Review runs one reviewer seat once in the sandbox (resuming its session
 // when t.Resume is set), read-only: a denied tool is recorded, never
-// granted. Seats may run concurrently. The error is an *Error classifying a
+// granted. Seats may run concurrently. The error is a *fault.Error classifying a
 // failure (auth, rate limit, unavailable model, crash, timeout, interrupt).
 //
 // A turn that ends at a usage limit that resets within wait_for_quota
@@ -84,7 +85,7 @@ func (r *run) review(ctx context.Context, t team.ReviewerTurn) (team.Reply, erro
 	r.emit(observability.Event{Kind: observability.EventPhase, Phase: observability.PhaseReviewer, Round: t.Round, Seat: t.Seat})
 	cli, ok := r.pre.seats.reviewer(t.Reviewer)
 	if !ok {
-		return team.Reply{}, errorf(KindInternal, nil, "no reviewer %q sits on the board", t.Reviewer)
+		return team.Reply{}, fault.Errorf(fault.KindInternal, nil, "no reviewer %q sits on the board", t.Reviewer)
 	}
 	cfg := r.opts.Config
 	sess, err := r.turn(ctx, seatTurn{
@@ -120,7 +121,7 @@ type seatTurn struct {
 func (r *run) turn(ctx context.Context, t seatTurn) (*watcher.Session, error) {
 	a, env, err := r.conf.seat(t.cli, t.seat, t.who.key, t.binds)
 	if err != nil {
-		return nil, errorf(KindInternal, err, "cannot confine the %s: %v", t.who.role, err)
+		return nil, fault.Errorf(fault.KindInternal, err, "cannot confine the %s: %v", t.who.role, err)
 	}
 	defer r.closeCage(a)
 	r.noteSeat(t.who.key, a)
@@ -154,7 +155,7 @@ type agent struct {
 // supervise runs one agent session under the watcher, keeping each
 // process's transcripts in the run directory, and puts its processes,
 // denials, grants, questions and usage on the event stream (a
-// sessionLog). The error is an *Error: the agent could not start
+// sessionLog). The error is a *fault.Error: the agent could not start
 // (agent_crashed), or a transcript could not be created or written, or the
 // watcher failed (internal).
 func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn runners.Turn, policy watcher.Policy) (*watcher.Session, error) {
@@ -163,7 +164,7 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 	budget, ok := sessionBudget(r.opts.Config.Spawn.MaxCostUSD, spent)
 	if !ok {
 		r.spend.end(key, 0)
-		return nil, errorf(KindBudget, nil, "%s", budgetUsedUp(who.cli, r.opts.Config.Spawn.MaxCostUSD, spent))
+		return nil, fault.Errorf(fault.KindBudget, nil, "%s", budgetUsedUp(who.cli, r.opts.Config.Spawn.MaxCostUSD, spent))
 	}
 	policy.MaxCostUSD = budget
 	r.spend.forget(who.key)
@@ -178,13 +179,13 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 		OnProgress: log.progress,
 	})
 	errs := append(log.ended(sess), log.close()...)
-	var se *Error
+	var se *fault.Error
 	switch {
 	case err == nil:
 	case errors.As(err, &se):
 		errs = append([]error{err}, errs...)
 	default:
-		errs = append([]error{errorf(KindAgentCrashed, err, "cannot start %s: %v", who.cli, err)}, errs...)
+		errs = append([]error{fault.Errorf(fault.KindAgentCrashed, err, "cannot start %s: %v", who.cli, err)}, errs...)
 	}
 	return sess, errors.Join(errs...)
 }
@@ -219,11 +220,11 @@ func (l *sessionLog) streams(n int) (io.Writer, io.Writer, error) {
 	r.mu.Unlock()
 	out, err := os.Create(stdout)
 	if err != nil {
-		return nil, nil, errorf(KindInternal, err, "cannot create a transcript: %v", err)
+		return nil, nil, fault.Errorf(fault.KindInternal, err, "cannot create a transcript: %v", err)
 	}
 	errf, err := os.Create(stderr)
 	if err != nil {
-		return nil, nil, errorf(KindInternal, err, "cannot create a transcript: %v", errors.Join(err, out.Close()))
+		return nil, nil, fault.Errorf(fault.KindInternal, err, "cannot create a transcript: %v", errors.Join(err, out.Close()))
 	}
 	l.mu.Lock()
 	l.names[n] = [2]string{filepath.Base(stdout), filepath.Base(stderr)}
@@ -239,7 +240,7 @@ func (l *sessionLog) process(n int, out watcher.Outcome) {
 	l.mu.Lock()
 	base := l.names[n]
 	if out.WatchErr != nil {
-		l.watchErrs = append(l.watchErrs, errorf(KindInternal, out.WatchErr, "watching %s failed: %v", who.cli, out.WatchErr))
+		l.watchErrs = append(l.watchErrs, fault.Errorf(fault.KindInternal, out.WatchErr, "watching %s failed: %v", who.cli, out.WatchErr))
 	}
 	l.mu.Unlock()
 	e := observability.Event{Kind: observability.EventProcess, Process: &observability.CommandLine{
@@ -310,7 +311,7 @@ func (l *sessionLog) close() []error {
 	var errs []error
 	for _, f := range l.files {
 		if err := f.Close(); err != nil {
-			errs = append(errs, errorf(KindInternal, err, "cannot write the transcript: %v", err))
+			errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot write the transcript: %v", err))
 		}
 	}
 	return errs
@@ -348,11 +349,11 @@ func (r *run) classify(sess *watcher.Session, who agent, a *confined) error {
 	out := sess.Last()
 	switch sess.Stopped {
 	case watcher.StopIdleTimeout, watcher.StopTotalTimeout, watcher.StopMaxTurns, watcher.StopToolTimeout, watcher.StopMaxCost:
-		return errorf(limitKind(sess.Stopped), nil, "%s", limitStop(cli, sess.Stopped, r.opts.Config, sess.Turns, oneLine(out.Tool), r.spend.total()))
+		return fault.Errorf(limitKind(sess.Stopped), nil, "%s", limitStop(cli, sess.Stopped, r.opts.Config, sess.Turns, oneLine(out.Tool), r.spend.total()))
 	case watcher.StopCancelled:
-		return errorf(KindInterrupted, context.Canceled, "%s was stopped by an interrupt (Ctrl-C, a signal, or spawn stop)", cli)
+		return fault.Errorf(fault.KindInterrupted, context.Canceled, "%s was stopped by an interrupt (Ctrl-C, a signal, or spawn stop)", cli)
 	case watcher.StopMaxProcesses, watcher.StopMaxMemory, watcher.StopMaxDisk:
-		return errorf(KindBudget, nil, "%s", sandboxLimitStop(cli, sess.Stopped, out.Limit))
+		return fault.Errorf(fault.KindBudget, nil, "%s", sandboxLimitStop(cli, sess.Stopped, out.Limit))
 	}
 	res := out.Result
 	if res != nil && !res.IsError {
@@ -376,18 +377,18 @@ func (r *run) classify(sess *watcher.Session, who agent, a *confined) error {
 		}
 		line := causeLine(stderr)
 		if kind, msg := failure(cli, baseVar, line); kind != "" {
-			return errorf(kind, cause, "%s", msg)
+			return fault.Errorf(kind, cause, "%s", msg)
 		}
 		if f.Kind == runners.FailureUnreachable || f.Kind == runners.FailureAuth {
 			if kind, msg := failureOf(cli, baseVar, f); kind != "" {
-				return errorf(kind, cause, "%s", msg)
+				return fault.Errorf(kind, cause, "%s", msg)
 			}
 		}
 		said := ""
 		if line != "" {
 			said = fmt.Sprintf(" (it said on stderr: %q)", line)
 		}
-		return errorf(KindAgentCrashed, cause, "%s exited with code %d without a result%s; %s", cli, out.ExitCode, said, hint)
+		return fault.Errorf(fault.KindAgentCrashed, cause, "%s exited with code %d without a result%s; %s", cli, out.ExitCode, said, hint)
 	}
 	text := strings.TrimSpace(res.Text)
 	if text == "" {
@@ -396,32 +397,32 @@ func (r *run) classify(sess *watcher.Session, who agent, a *confined) error {
 	status := res.APIErrorStatus
 	switch {
 	case strings.Contains(text, relay.BudgetSpent):
-		return errorf(KindBudget, nil, "%s was stopped by the run's cost budget (max_cost_usd = $%g for every agent together, counted at spawn's relay); raise max_cost_usd in [spawn] to go further; its work is committed on the sandbox branch",
+		return fault.Errorf(fault.KindBudget, nil, "%s was stopped by the run's cost budget (max_cost_usd = $%g for every agent together, counted at spawn's relay); raise max_cost_usd in [spawn] to go further; its work is committed on the sandbox branch",
 			cli, r.opts.Config.Spawn.MaxCostUSD)
 	case status == 401 || status == 403:
-		return errorf(KindAuth, nil, "the model API refused %s's credentials (HTTP %d: %s); set its API key or log in to it, then run again", cli, status, oneLine(text))
+		return fault.Errorf(fault.KindAuth, nil, "the model API refused %s's credentials (HTTP %d: %s); set its API key or log in to it, then run again", cli, status, oneLine(text))
 	case status == 0 || unreachableRE.MatchString(text) || f.Kind == runners.FailureUnreachable:
 		// A model API that cannot be reached reaches claude as no status,
 		// or as a 502 from spawn's credential relay.
 		if kind, msg := failure(cli, baseVar, text); kind != "" {
-			return errorf(kind, nil, "%s", msg)
+			return fault.Errorf(kind, nil, "%s", msg)
 		}
 		if kind, msg := failureOf(cli, baseVar, f); kind != "" {
-			return errorf(kind, nil, "%s", msg)
+			return fault.Errorf(kind, nil, "%s", msg)
 		}
 	case status == 429:
-		return errorf(KindRateLimited, nil, "the model API kept rate-limiting %s (HTTP 429: %s) after its retries; wait, or raise your quota, then run again", cli, oneLine(text))
+		return fault.Errorf(fault.KindRateLimited, nil, "the model API kept rate-limiting %s (HTTP 429: %s) after its retries; wait, or raise your quota, then run again", cli, oneLine(text))
 	case status >= 500:
-		return errorf(KindModelUnavailable, nil, "the model API is unavailable: HTTP %d (%s) after %s's retries; try again later", status, oneLine(text), cli)
+		return fault.Errorf(fault.KindModelUnavailable, nil, "the model API is unavailable: HTTP %d (%s) after %s's retries; try again later", status, oneLine(text), cli)
 	case status == 404 && f.Kind == runners.FailureUnavailable:
-		return errorf(KindModelUnavailable, nil, "the model API does not serve %s's model (HTTP 404: %s); set another model in [runners.%s] of spawn-team.toml", cli, oneLine(text), cli)
+		return fault.Errorf(fault.KindModelUnavailable, nil, "the model API does not serve %s's model (HTTP 404: %s); set another model in [runners.%s] of spawn-team.toml", cli, oneLine(text), cli)
 	case status != 0:
-		return errorf(KindModelAPI, nil, "the model API failed with HTTP %d (%s); %s", status, oneLine(text), hint)
+		return fault.Errorf(fault.KindModelAPI, nil, "the model API failed with HTTP %d (%s); %s", status, oneLine(text), hint)
 	}
 	if res.Subtype != "" && res.Subtype != "success" {
-		return errorf(KindAgentFailed, nil, "%s reported a failure (%s): %s; %s", cli, res.Subtype, oneLine(text), hint)
+		return fault.Errorf(fault.KindAgentFailed, nil, "%s reported a failure (%s): %s; %s", cli, res.Subtype, oneLine(text), hint)
 	}
-	return errorf(KindAgentFailed, nil, "%s reported a failure: %s; %s", cli, oneLine(text), hint)
+	return fault.Errorf(fault.KindAgentFailed, nil, "%s reported a failure: %s; %s", cli, oneLine(text), hint)
 }
 
 // coderSystemPrompt tells the coder how it is being run.
@@ -440,13 +441,13 @@ func (r *run) coderPolicy() (watcher.Policy, error) {
 	for _, s := range cfg.Permissions.Escalatable {
 		rule, err := runners.ParseRule(s)
 		if err != nil {
-			return watcher.Policy{}, errorf(KindConfig, err, "permissions.escalatable: %v", err)
+			return watcher.Policy{}, fault.Errorf(fault.KindConfig, err, "permissions.escalatable: %v", err)
 		}
 		rules = append(rules, rule)
 	}
 	questions, err := watcher.NewQuestionDetector(cfg.Spawn.QuestionPatterns)
 	if err != nil {
-		return watcher.Policy{}, errorf(KindConfig, err, "spawn.question_patterns: %v", err)
+		return watcher.Policy{}, fault.Errorf(fault.KindConfig, err, "spawn.question_patterns: %v", err)
 	}
 	return watcher.Policy{
 		Escalatable:    rules,

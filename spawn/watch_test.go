@@ -13,6 +13,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/watcher"
 )
 
@@ -48,8 +49,8 @@ func TestModelHangIsStoppedByTheIdleTimeoutAndTheWorkIsKept(t *testing.T) {
 	elapsed := time.Since(start)
 
 	require.Error(t, r.err)
-	assert.Equal(t, KindTimeout, KindOf(r.err))
-	assert.Equal(t, ExitTimeout, r.rec.ExitCode)
+	assert.Equal(t, fault.KindTimeout, KindOf(r.err))
+	assert.Equal(t, fault.ExitTimeout, r.rec.ExitCode)
 	assert.Equal(t, observability.StatusTimedOut, r.rec.Status)
 	assert.Contains(t, r.rec.Error.Message, "idle_timeout")
 	assert.Less(t, elapsed, 3*time.Second+3*time.Second+5*time.Second, "killed within idle_timeout + grace (+ start-up)")
@@ -70,7 +71,7 @@ func TestHungBashCommandDoesNotSurvive(t *testing.T) {
 		c.Permissions.AllowedTools = append(c.Permissions.AllowedTools, "Bash(sleep:*)")
 	})
 	require.Error(t, r.err)
-	assert.Equal(t, KindTimeout, KindOf(r.err))
+	assert.Equal(t, fault.KindTimeout, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "total_timeout")
 	assertGone(t, r.rec)
 	assert.Empty(t, testenv.Processes(t, func(c string) bool { return strings.Contains(c, marker) }),
@@ -92,7 +93,7 @@ func TestTotalTimeoutStopsAnAgentBeforeItsIdleTimeout(t *testing.T) {
 	})
 	require.Error(t, r.err)
 	assert.Less(t, time.Since(start), 40*time.Second, "stopped by the total timeout, long before the idle one")
-	assert.Equal(t, KindTimeout, KindOf(r.err))
+	assert.Equal(t, fault.KindTimeout, KindOf(r.err))
 	assert.Contains(t, r.rec.Error.Message, "total_timeout")
 	assert.Equal(t, observability.StatusTimedOut, r.rec.Status)
 	assert.Equal(t, "second", testenv.Git(t, r.repo, "show", r.rec.Branch+":f.txt"))
@@ -206,9 +207,9 @@ func TestMaxTurnsBudgetStopsAndKeepsTheWork(t *testing.T) {
 	// Without the limit the model's next answer would end the run well.
 	r := runSolo(t, sc, "write three files", func(c *config.Config) { c.Spawn.MaxTurns = 2 })
 	require.Error(t, r.err)
-	assert.Equal(t, KindBudget, KindOf(r.err))
+	assert.Equal(t, fault.KindBudget, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "max_turns")
-	assert.Equal(t, ExitTimeout, r.rec.ExitCode)
+	assert.Equal(t, fault.ExitTimeout, r.rec.ExitCode)
 	assert.Contains(t, r.rec.CommandLines[0].Argv, "--max-turns")
 	assert.Equal(t, "a", testenv.Git(t, r.repo, "show", r.rec.Branch+":a.txt"))
 	assertGone(t, r.rec)
@@ -225,7 +226,7 @@ func TestMaxCostBudgetStopsTheAgent(t *testing.T) {
 	// tenth answer would end the run well.
 	r := runSolo(t, turns(ts...), "spend", func(c *config.Config) { c.Spawn.MaxCostUSD = 0.0015 })
 	require.Error(t, r.err)
-	assert.Equal(t, KindBudget, KindOf(r.err))
+	assert.Equal(t, fault.KindBudget, KindOf(r.err))
 	assert.Contains(t, r.err.Error(), "max_cost_usd")
 	assert.Greater(t, r.rec.Usage.CostUSD, 0.0)
 	assertGone(t, r.rec)
@@ -238,8 +239,8 @@ func TestAuthErrorFailsFastAndSaysSo(t *testing.T) {
 	r := runSolo(t, sc, "anything", func(c *config.Config) { c.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 2 }) })
 	assert.Less(t, time.Since(start), 30*time.Second)
 	require.Error(t, r.err)
-	assert.Equal(t, KindAuth, KindOf(r.err))
-	assert.Equal(t, ExitAgent, r.rec.ExitCode)
+	assert.Equal(t, fault.KindAuth, KindOf(r.err))
+	assert.Equal(t, fault.ExitAgent, r.rec.ExitCode)
 	assert.Contains(t, r.err.Error(), "refused claude's credentials")
 	assert.Contains(t, r.err.Error(), "set its API key or log in")
 }
@@ -266,6 +267,6 @@ func TestOverloadedModelIsUnavailable(t *testing.T) {
 	sc := turns(modelserver.Turn{Error: &modelserver.HTTPError{Status: 529, Message: "overloaded"}})
 	r := runSolo(t, sc, "anything", nil)
 	require.Error(t, r.err)
-	assert.Equal(t, KindModelUnavailable, KindOf(r.err))
-	assert.Equal(t, ExitAgent, r.rec.ExitCode)
+	assert.Equal(t, fault.KindModelUnavailable, KindOf(r.err))
+	assert.Equal(t, fault.ExitAgent, r.rec.ExitCode)
 }

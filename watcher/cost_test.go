@@ -2,11 +2,11 @@ package watcher
 
 import (
 	"encoding/json"
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 )
 

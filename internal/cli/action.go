@@ -20,7 +20,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -83,7 +83,7 @@ func runAction(ctx context.Context, d *deps, app *cli.App, opts *actionOptions) 
 		return fmt.Errorf("mask the secrets: %w", err)
 	}
 	if opts.OutputFile == "" || opts.SummaryFile == "" {
-		return &spawn.Error{Kind: spawn.KindUsage, Msg: "spawn action runs as a GitHub Actions step (GITHUB_OUTPUT and GITHUB_STEP_SUMMARY are not set); outside Actions use spawn run"}
+		return &fault.Error{Kind: fault.KindUsage, Msg: "spawn action runs as a GitHub Actions step (GITHUB_OUTPUT and GITHUB_STEP_SUMMARY are not set); outside Actions use spawn run"}
 	}
 	d.agents.Store(true)
 	rec, err := actionRun(ctx, d, app, opts)
@@ -112,7 +112,7 @@ func actionRun(ctx context.Context, d *deps, app *cli.App, opts *actionOptions) 
 	env := slices.Clone(d.env)
 	if opts.MaxIterations != "" {
 		if n, err := strconv.Atoi(opts.MaxIterations); err != nil || n < 1 {
-			err := &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("the max-iterations input %q is not a number of rounds; give 1 or more", opts.MaxIterations)}
+			err := &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("the max-iterations input %q is not a number of rounds; give 1 or more", opts.MaxIterations)}
 			return rejected(opts.Task, err), err
 		}
 		env = append(env, "SPAWN_MAX_ITERATIONS="+opts.MaxIterations)
@@ -156,11 +156,11 @@ func actionRun(ctx context.Context, d *deps, app *cli.App, opts *actionOptions) 
 func actionPR(ctx context.Context, d *deps, app *cli.App, opts *actionOptions) (*observability.Record, error) {
 	cmd := app.Command("pr")
 	if cmd == nil {
-		err := &spawn.Error{Kind: spawn.KindNotImplemented, Msg: "this spawn has no spawn pr; leave the pr input empty, or use a spawn version that has it"}
+		err := &fault.Error{Kind: fault.KindNotImplemented, Msg: "this spawn has no spawn pr; leave the pr input empty, or use a spawn version that has it"}
 		return rejected("", err), err
 	}
 	if n, err := strconv.Atoi(opts.PR); err != nil || n < 1 {
-		err := &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("the pr input %q is not a pull request number; give one like 42", opts.PR)}
+		err := &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("the pr input %q is not a pull request number; give one like 42", opts.PR)}
 		return rejected("", err), err
 	}
 	args := []string{"spawn", "pr", opts.PR, "--json"}
@@ -181,7 +181,7 @@ func actionPR(ctx context.Context, d *deps, app *cli.App, opts *actionOptions) (
 	fmt.Fprintln(d.io.Err, "::endgroup::")
 	var usage usageError
 	if errors.As(err, &usage) {
-		err = &spawn.Error{Kind: spawn.KindUsage, Msg: err.Error()}
+		err = &fault.Error{Kind: fault.KindUsage, Msg: err.Error()}
 	}
 	var rec observability.Record
 	if jerr := json.Unmarshal(out.Bytes(), &rec); jerr != nil {
@@ -206,7 +206,7 @@ func actionTask(opts *actionOptions) (string, error) {
 	if opts.EventFile != "" {
 		b, err := os.ReadFile(opts.EventFile)
 		if err != nil {
-			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("cannot read the workflow's event: %v", err), Err: err}
+			return "", &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("cannot read the workflow's event: %v", err), Err: err}
 		}
 		var ev struct {
 			Issue *struct {
@@ -215,13 +215,13 @@ func actionTask(opts *actionOptions) (string, error) {
 			} `json:"issue"`
 		}
 		if err := json.Unmarshal(b, &ev); err != nil {
-			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("cannot read the workflow's event %s: %v", opts.EventFile, err), Err: err}
+			return "", &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("cannot read the workflow's event %s: %v", opts.EventFile, err), Err: err}
 		}
 		if ev.Issue != nil && strings.TrimSpace(ev.Issue.Title) != "" {
 			return strings.TrimSpace(ev.Issue.Title + "\n\n" + ev.Issue.Body), nil
 		}
 	}
-	return "", &spawn.Error{Kind: spawn.KindUsage, Msg: "no task: give the action a task input, or trigger it from an issue (its title and body are the task), or give it a pr"}
+	return "", &fault.Error{Kind: fault.KindUsage, Msg: "no task: give the action a task input, or trigger it from an issue (its title and body are the task), or give it a pr"}
 }
 
 // addMasks writes ::add-mask:: for every secret value of env (by the

@@ -9,7 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -57,7 +57,7 @@ func newCleanCmd(d *deps) *cli.Command {
 			if s := c.String("older-than"); s != "" {
 				age, err := parseAge(s)
 				if err != nil {
-					return &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("--older-than %s: %v", s, err), Err: err}
+					return &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("--older-than %s: %v", s, err), Err: err}
 				}
 				opts.OlderThan = age
 			}
@@ -70,7 +70,7 @@ func newCleanCmd(d *deps) *cli.Command {
 // 1 when any run was kept because it was refused, live or failed.
 func runClean(ctx context.Context, d *deps, opts *cleanOptions) error {
 	if len(opts.Refs) == 0 && !opts.All && opts.OlderThan == 0 {
-		return &spawn.Error{Kind: spawn.KindUsage, Msg: "say which runs to clean: run ids, --all, or --older-than 7d; see spawn clean --help"}
+		return &fault.Error{Kind: fault.KindUsage, Msg: "say which runs to clean: run ids, --all, or --older-than 7d; see spawn clean --help"}
 	}
 	repo, err := d.openRepo(ctx, opts.Repo)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // IO is where spawn talks to its user.
@@ -67,7 +68,7 @@ func mainWith(args, env []string, in io.Reader, out, errw io.Writer, demoF func(
 	}
 	var usage usageError
 	if errors.As(err, &usage) {
-		err = &spawn.Error{Kind: spawn.KindUsage, Msg: err.Error()}
+		err = &fault.Error{Kind: fault.KindUsage, Msg: err.Error()}
 	}
 	fmt.Fprintf(errw, "spawn: %v\n", err)
 	return spawn.ExitCode(err, observability.VerdictNone)

@@ -9,7 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -69,11 +69,11 @@ func newCompletionCmd(d *deps) *cli.Command {
 // runCompletion prints the script for the one shell args names.
 func runCompletion(d *deps, args []string) error {
 	if len(args) != 1 {
-		return &spawn.Error{Kind: spawn.KindUsage, Msg: "name one shell: spawn completion bash, zsh or fish"}
+		return &fault.Error{Kind: fault.KindUsage, Msg: "name one shell: spawn completion bash, zsh or fish"}
 	}
 	script, ok := shells[args[0]]
 	if !ok {
-		return &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("spawn has no completion for %q; name bash, zsh or fish", args[0])}
+		return &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("spawn has no completion for %q; name bash, zsh or fish", args[0])}
 	}
 	_, err := fmt.Fprint(d.io.Out, script)
 	return err

@@ -20,6 +20,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -144,7 +145,7 @@ func runDemo(ctx context.Context, d *deps, opts *demoOptions) error {
 	}
 	for _, a := range []runners.Adapter{coder, reviewer} {
 		if _, err := proc.LookPath(opts.Bins[a.Name()], env); err != nil {
-			return &spawn.Error{Kind: spawn.KindMissingCLI, Err: err, Msg: fmt.Sprintf(
+			return &fault.Error{Kind: fault.KindMissingCLI, Err: err, Msg: fmt.Sprintf(
 				"the %s CLI (%s) was not found; install the pinned CLIs with `make agents` and pass --%s agents/node_modules/.bin/%s, or install it with npm",
 				a.Name(), opts.Bins[a.Name()], a.Name(), a.Install().Command)}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -42,7 +43,7 @@ var detachedIDPattern = regexp.MustCompile(`^\d{8}-\d{6}-[0-9a-f]{4}$`)
 // the run's worktree and branch.
 func checkDetachedID(id string) error {
 	if id != "" && !detachedIDPattern.MatchString(id) {
-		return &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("--%s %q is not a run id; it is for the process spawn run --detach starts, leave it out", detachedIDFlag, id)}
+		return &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("--%s %q is not a run id; it is for the process spawn run --detach starts, leave it out", detachedIDFlag, id)}
 	}
 	return nil
 }
@@ -161,7 +162,7 @@ func (d *deps) startDetached(ctx context.Context, req detachRequest) (string, er
 	// exists.
 	gitDir, err := repo.Git.CommonDir(ctx)
 	if err != nil {
-		return "", &spawn.Error{Kind: spawn.KindRepo, Msg: fmt.Sprintf("cannot read the git repository at %s: %v", repo.Dir, err), Err: err}
+		return "", &fault.Error{Kind: fault.KindRepo, Msg: fmt.Sprintf("cannot read the git repository at %s: %v", repo.Dir, err), Err: err}
 	}
 	id := runs.NewID(time.Now())
 	logPath := filepath.Join(gitDir, "spawn-"+id+"."+detachLog)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -53,10 +53,10 @@ func runDiff(ctx context.Context, d *deps, opts *diffOptions) error {
 		return err
 	}
 	if rec.Branch == "" || rec.Base == "" {
-		return &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("run %s has no branch: it ended before its sandbox was made; spawn show %s says why", e.ID, e.ID)}
+		return &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("run %s has no branch: it ended before its sandbox was made; spawn show %s says why", e.ID, e.ID)}
 	}
 	if !repo.Git.BranchExists(ctx, rec.Branch) {
-		return &spawn.Error{Kind: spawn.KindRepo, Msg: fmt.Sprintf("the branch %s of run %s no longer exists (spawn clean removes it); its record is kept: spawn show %s", rec.Branch, e.ID, e.ID)}
+		return &fault.Error{Kind: fault.KindRepo, Msg: fmt.Sprintf("the branch %s of run %s no longer exists (spawn clean removes it); its record is kept: spawn show %s", rec.Branch, e.ID, e.ID)}
 	}
 	if e.State == runs.StateRunning {
 		fmt.Fprintf(d.io.Err, "note: run %s is still running: this is what it committed so far, without the uncommitted work in %s\n", e.ID, rec.SandboxPath)

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // doctorOptions is `spawn doctor` after flag parsing.
@@ -65,7 +66,7 @@ func runDoctor(ctx context.Context, d *deps, opts *doctorOptions) error {
 		if !opts.JSON {
 			fmt.Fprintf(d.io.Out, "%s to fix before a run\n", plural(failed, "check"))
 		}
-		return exitCode(spawn.ExitUsage)
+		return exitCode(fault.ExitUsage)
 	}
 	return nil
 }

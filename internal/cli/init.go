@@ -7,8 +7,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -31,7 +31,7 @@ func newInitCmd(d *deps) *cli.Command {
 		},
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				return &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("spawn init takes no arguments (got %q); pass --repo DIR for another repository", c.Args().First())}
+				return &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("spawn init takes no arguments (got %q); pass --repo DIR for another repository", c.Args().First())}
 			}
 			return runInit(c.Context, d, &initOptions{Repo: c.String("repo")})
 		},
@@ -46,11 +46,11 @@ func runInit(ctx context.Context, d *deps, opts *initOptions) error {
 	}
 	path, err := config.WriteTemplate(repo.Dir)
 	if errors.Is(err, config.ErrExists) {
-		return &spawn.Error{Kind: spawn.KindUsage, Err: err,
+		return &fault.Error{Kind: fault.KindUsage, Err: err,
 			Msg: fmt.Sprintf("%s already exists and spawn init never overwrites it; edit it, or delete it and run spawn init again", path)}
 	}
 	if err != nil {
-		return &spawn.Error{Kind: spawn.KindInternal, Err: err, Msg: fmt.Sprintf("cannot write %s: %v", path, err)}
+		return &fault.Error{Kind: fault.KindInternal, Err: err, Msg: fmt.Sprintf("cannot write %s: %v", path, err)}
 	}
 	fmt.Fprintf(d.io.Out, "wrote %s: every setting at its default, each with a comment; edit it, then `spawn doctor` checks it, and commit it to keep it with the repository\n", path)
 	return nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"io"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/internal/mcpserver"
+	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
 // mcpOptions is `spawn mcp` after flag parsing.

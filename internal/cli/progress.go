@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"io"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
 // progressLine is the terminal's Sink of a run's events: on stderr, a line

@@ -3,13 +3,14 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"io"
 	"sync"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 // progressMode is what a run prints on stderr while it runs: the value of
@@ -52,7 +53,7 @@ func parseProgress(s string) (progressMode, error) {
 			return m, nil
 		}
 	}
-	return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("--progress %q is not a progress mode; use auto, human, json or none", s)}
+	return "", &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("--progress %q is not a progress mode; use auto, human, json or none", s)}
 }
 
 // runSink is a run's sink on stderr; Close flushes and stops it.

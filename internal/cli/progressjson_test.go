@@ -13,6 +13,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
 func TestParseProgress(t *testing.T) {
@@ -22,7 +23,7 @@ func TestParseProgress(t *testing.T) {
 		assert.Equal(t, m, got)
 	}
 	_, err := parseProgress("xml")
-	assert.Equal(t, spawn.KindUsage, spawn.KindOf(err))
+	assert.Equal(t, fault.KindUsage, spawn.KindOf(err))
 	assert.Contains(t, err.Error(), "auto, human, json or none")
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -117,29 +118,29 @@ func readTask(opts *runOptions, stdin io.Reader) (string, error) {
 	args := strings.TrimSpace(strings.Join(opts.TaskArgs, " "))
 	switch {
 	case opts.TaskFile != "" && args != "":
-		return "", &spawn.Error{Kind: spawn.KindUsage, Msg: "give the task either as arguments or with --task-file, not both"}
+		return "", &fault.Error{Kind: fault.KindUsage, Msg: "give the task either as arguments or with --task-file, not both"}
 	case opts.TaskFile != "":
 		b, err := os.ReadFile(opts.TaskFile)
 		if err != nil {
-			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("cannot read the task file: %v", err), Err: err}
+			return "", &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("cannot read the task file: %v", err), Err: err}
 		}
 		if strings.TrimSpace(string(b)) == "" {
-			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("the task file %s is empty; write the task in it, or give the task as words", opts.TaskFile)}
+			return "", &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("the task file %s is empty; write the task in it, or give the task as words", opts.TaskFile)}
 		}
 		return string(b), nil
 	case args != "-" && slices.Contains(opts.TaskArgs, "-"):
-		return "", &spawn.Error{Kind: spawn.KindUsage, Msg: `"-" reads the task from stdin and must be the only word; give the task as words, or pipe it: echo "fix the bug" | spawn run -`}
+		return "", &fault.Error{Kind: fault.KindUsage, Msg: `"-" reads the task from stdin and must be the only word; give the task as words, or pipe it: echo "fix the bug" | spawn run -`}
 	case args == "-":
 		b, err := io.ReadAll(stdin)
 		if err != nil {
-			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: fmt.Sprintf("cannot read the task from stdin: %v", err), Err: err}
+			return "", &fault.Error{Kind: fault.KindUsage, Msg: fmt.Sprintf("cannot read the task from stdin: %v", err), Err: err}
 		}
 		if strings.TrimSpace(string(b)) == "" {
-			return "", &spawn.Error{Kind: spawn.KindUsage, Msg: `stdin held no task; pipe the task in, such as: echo "fix the bug" | spawn run -`}
+			return "", &fault.Error{Kind: fault.KindUsage, Msg: `stdin held no task; pipe the task in, such as: echo "fix the bug" | spawn run -`}
 		}
 		return string(b), nil
 	case args == "":
-		return "", &spawn.Error{Kind: spawn.KindUsage, Msg: `no task given; try: spawn run "add a /healthz endpoint"`}
+		return "", &fault.Error{Kind: fault.KindUsage, Msg: `no task given; try: spawn run "add a /healthz endpoint"`}
 	}
 	return args, nil
 }
@@ -204,7 +205,7 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 	// Runs whose spawn died are repaired before a new one starts. Outside
 	// a repository there is nothing to repair, and spawn.Run says why it
 	// cannot run there.
-	if _, err := d.openRepo(ctx, opts.Repo); err != nil && spawn.KindOf(err) != spawn.KindRepo {
+	if _, err := d.openRepo(ctx, opts.Repo); err != nil && spawn.KindOf(err) != fault.KindRepo {
 		return rejected(task, err), err
 	}
 	sink := d.progressSink(opts.Progress, opts.JSON, opts.Quiet)

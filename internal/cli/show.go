@@ -13,7 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -91,10 +91,10 @@ func readRecord(e runs.Entry) (*observability.Record, error) {
 // unreadableRecord is the error for a run whose record cannot be read.
 func unreadableRecord(e runs.Entry, err error) error {
 	if e.State == runs.StateRunning && errors.Is(err, fs.ErrNotExist) {
-		return &spawn.Error{Kind: spawn.KindInternal, Err: err,
+		return &fault.Error{Kind: fault.KindInternal, Err: err,
 			Msg: fmt.Sprintf("run %s is starting and has no record yet; spawn logs -f %s follows it", e.ID, e.ID)}
 	}
-	return &spawn.Error{Kind: spawn.KindInternal, Err: err,
+	return &fault.Error{Kind: fault.KindInternal, Err: err,
 		Msg: fmt.Sprintf("run %s has no readable record (%v); its files are in %s", e.ID, err, e.Dir)}
 }
 

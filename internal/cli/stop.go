@@ -9,8 +9,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -157,7 +157,7 @@ func runStop(ctx context.Context, d *deps, opts *stopOptions) error {
 		} else {
 			more = fmt.Sprintf("; spawn stop --force %s stops its agents at once", id)
 		}
-		return &spawn.Error{Kind: spawn.KindTimeout, Msg: fmt.Sprintf("run %s has not ended %s after it was asked to stop%s", id, config.FormatDuration(opts.Wait), more)}
+		return &fault.Error{Kind: fault.KindTimeout, Msg: fmt.Sprintf("run %s has not ended %s after it was asked to stop%s", id, config.FormatDuration(opts.Wait), more)}
 	}
 	return nil
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
+	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
@@ -215,7 +215,7 @@ func nextSteps(rec *observability.Record, open int, removed bool) []string {
 	resume := ""
 	if !removed && runs.Resumable(rec) == nil {
 		resume = "spawn resume " + id
-		if rec.Error != nil && (rec.Error.Kind == string(spawn.KindTimeout) || rec.Error.Kind == string(spawn.KindBudget)) {
+		if rec.Error != nil && (rec.Error.Kind == string(fault.KindTimeout) || rec.Error.Kind == string(fault.KindBudget)) {
 			if m := raiseFlagRE.FindStringSubmatch(rec.Error.Message); m != nil {
 				more := " <more>"
 				if strings.HasSuffix(m[1], "-timeout") {

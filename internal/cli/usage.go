@@ -6,8 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/infinite-improbability-drive/spawn/internal/suggest"
 	"github.com/urfave/cli/v2"
+
+	"github.com/infinite-improbability-drive/spawn/internal/suggest"
 )
 
 var (

@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/google/go-github/v60/github"
-	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 )
 
 func TestOneReviewWithInlineCommentsAndARefusedAnchor(t *testing.T) {

@@ -21,11 +21,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
@@ -40,7 +40,7 @@ type Options struct {
 	// runs (the CLI's openRepo).
 	OpenRepo func(ctx context.Context, dir string) (*runs.Repo, error)
 	// Start starts a detached run and returns its id once the run exists
-	// (spawn run --detach); an input error is a usage *spawn.Error.
+	// (spawn run --detach); an input error is a usage *fault.Error.
 	Start func(ctx context.Context, req StartRequest) (string, error)
 	// LastAction says a live run's last tool call as spawn ps does
 	// ("Edit main.go"); nil says the tool's name alone.

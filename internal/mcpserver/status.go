@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/infinite-improbability-drive/spawn/observability"
 	"io"
 	"io/fs"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
 
