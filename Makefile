@@ -14,8 +14,13 @@ LDFLAGS := -X github.com/infinite-improbability-drive/spawn/internal/cli.buildVe
 
 all: build
 
+# urfave_cli_no_docs leaves out urfave/cli's man-page and Markdown writers
+# (spawn uses neither), whose Markdown parser every spawn process would
+# otherwise initialise: the hook answers each of the coder's tool calls.
+TAGS := urfave_cli_no_docs
+
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o bin/spawn ./cmd/spawn
+	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o bin/spawn ./cmd/spawn
 
 # The linker flags build uses (a test checks that they stamp spawn version).
 ldflags:

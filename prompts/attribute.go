@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
@@ -219,10 +220,10 @@ func wordSpans(s string) [][2]int {
 }
 
 // sentence ends: ".", "!" or "?" followed by white space.
-var sentenceEnd = regexp.MustCompile(`[.!?]\s+`)
+var sentenceEnd = lazy.MustCompile(`[.!?]\s+`)
 
 // list markers that open a line: "- ", "* ", "1. ", "1) ".
-var listMarker = regexp.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+`)
+var listMarker = lazy.MustCompile(`^\s*(?:[-*+]|\d+[.)])\s+`)
 
 // sentences splits text into lines, and lines into sentences, without
 // list markers or surrounding white space.
@@ -252,7 +253,7 @@ type segment struct {
 }
 
 // clause boundaries between two findings' mentions, the last one wins.
-var clauseBreak = regexp.MustCompile(`(?i)(?:[,;]\s*(?:(?:and|while|but|plus|also)\s+)?|\s+(?:and|while|but|plus|also)\s+)`)
+var clauseBreak = lazy.MustCompile(`(?i)(?:[,;]\s*(?:(?:and|while|but|plus|also)\s+)?|\s+(?:and|while|but|plus|also)\s+)`)
 
 // segments cuts sentence s at the boundaries between the mentions of
 // different findings: each group of consecutive mentions of one finding

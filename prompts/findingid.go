@@ -1,8 +1,9 @@
 package prompts
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 )
 
 // FindingIDPrefix starts a finding id as spawn shows it to a person
@@ -39,7 +40,7 @@ func ShortFindingIDs(ids []string) map[string]string {
 
 // shortIDRE is a finding id as a person may type it back: the shown form
 // ("F-610c", any case) or the whole id.
-var shortIDRE = regexp.MustCompile(`(?i)^(?:` + FindingIDPrefix + `)?([0-9a-f]{4,12})$`)
+var shortIDRE = lazy.MustCompile(`(?i)^(?:` + FindingIDPrefix + `)?([0-9a-f]{4,12})$`)
 
 // ResolveFindingID returns the id among ids that ref names: the whole id,
 // or the shown form (ShortFindingIDs), "F-" and a prefix that only one id

@@ -2,9 +2,9 @@ package prompts
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
 
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
@@ -44,7 +44,7 @@ const maxReasonRunes = 500
 // replyLine is one line of the coder-reply contract: a finding id (12 hex
 // digits, or the shown form "F-610c", optionally in backticks or bold), a
 // separator, fixed or declined, and the reason after an optional separator.
-var replyLine = regexp.MustCompile("(?i)(?:^|[^0-9a-z-])(F-[0-9a-f]{4,12}|[0-9a-f]{12})[`*\"']*\\s*(?:[:=>\\-\u2013\u2014]+\\s*)?[`*\"']*(fixed|declined)[`*\"']*\\s*(?:[:\\-\u2013\u2014]+\\s*)?(.*)$")
+var replyLine = lazy.MustCompile("(?i)(?:^|[^0-9a-z-])(F-[0-9a-f]{4,12}|[0-9a-f]{12})[`*\"']*\\s*(?:[:=>\\-\u2013\u2014]+\\s*)?[`*\"']*(fixed|declined)[`*\"']*\\s*(?:[:\\-\u2013\u2014]+\\s*)?(.*)$")
 
 // ParseCoderReplies reads the coder's replies to the findings with the
 // given ids from its final message, leniently: the contract (the Fix prompt

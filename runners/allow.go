@@ -2,13 +2,14 @@ package runners
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 )
 
 // subcommandRE is a word that reads as a subcommand ("vet", "run-script"),
 // not as an argument (a path, a flag, a URL).
-var subcommandRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+var subcommandRE = lazy.MustCompile(`^[a-z][a-z0-9_-]*$`)
 
 // ClaudeAllowRule is a claude permission rule that allows a refused tool
 // call again, for a person deciding whether to: for Bash, the command's

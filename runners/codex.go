@@ -7,11 +7,12 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 )
 
 // PinnedCodex is the @openai/codex version agents/package.json pins.
@@ -248,7 +249,7 @@ func (c *Codex) Command(t Turn) (Command, error) {
 	return Command{Path: bin, Args: args, Env: []string{"CODEX_HOME=" + c.Home}, Dir: t.Dir, Stdin: prompt}, nil
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazy.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // tomlString quotes s as a TOML basic string (codex parses a -c value as
 // TOML).
@@ -532,7 +533,7 @@ func (s *codexStream) result() *Result {
 }
 
 // codexStatus finds "status 429" / "last status: 429" in codex's messages.
-var codexStatus = regexp.MustCompile(`\bstatus:? (\d{3})\b`)
+var codexStatus = lazy.MustCompile(`\bstatus:? (\d{3})\b`)
 
 // codexHTTPStatus returns the HTTP status of a failed model request named
 // in a codex 0.171.0 turn.failed message, or 0. Codex names it in most
@@ -637,7 +638,7 @@ func (c *Codex) Classify(res *Result, stderr string, now time.Time) Failure {
 
 // codexResetTime finds the time in "try again at 9:17 PM." or "try again at
 // Nov 27th, 2026 7:17 AM.".
-var codexResetTime = regexp.MustCompile(`try again at (?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th)?, (\d{4}) )?(\d{1,2}:\d{2} [AP]M)`)
+var codexResetTime = lazy.MustCompile(`try again at (?:([A-Z][a-z]{2}) (\d{1,2})(?:st|nd|rd|th)?, (\d{4}) )?(\d{1,2}:\d{2} [AP]M)`)
 
 // codexResetAt returns the end of the minute a usage-limit message names,
 // in now's location, or the zero time. A time of day alone is on now's

@@ -1,8 +1,9 @@
 package runners
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 )
 
 // PricesAsOf is the date of the price table EstimateCost uses.
@@ -11,7 +12,7 @@ const PricesAsOf = "2026-11-26"
 // newOpus matches the opus models priced at 5/25: opus 4.5 and later
 // minor versions (claude-opus-4-5, claude-opus-4-8[1m]; not the dated
 // claude-opus-4-20250514), and opus 5 on.
-var newOpus = regexp.MustCompile(`opus-(?:4-(?:[5-9]|[1-9][0-9])(?:[^0-9]|$)|[5-9](?:[^0-9]|$))`)
+var newOpus = lazy.MustCompile(`opus-(?:4-(?:[5-9]|[1-9][0-9])(?:[^0-9]|$)|[5-9](?:[^0-9]|$))`)
 
 // Price is a model's list price in US dollars per million tokens, input
 // and output, as of PricesAsOf, by family: opus 4.5 and later 5/25,

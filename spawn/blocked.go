@@ -3,10 +3,10 @@ package spawn
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 )
@@ -14,7 +14,7 @@ import (
 // refusal matches what a sandbox's refusal looks like in a tool's output:
 // a write to a read-only path, an operation the agent holds no capability
 // for.
-var sandboxRefusal = regexp.MustCompile(`(?i)read-only file system|\bEROFS\b|operation not permitted|\bEPERM\b`)
+var sandboxRefusal = lazy.MustCompile(`(?i)read-only file system|\bEROFS\b|operation not permitted|\bEPERM\b`)
 
 // Bounds on what the record keeps of the sandbox's refusals.
 const (

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
@@ -14,23 +15,23 @@ import (
 var (
 	// authRE matches what an agent CLI says when it has no credential or
 	// the model API refused it.
-	authRE = regexp.MustCompile(`(?i)must specify the \w*API_KEY|api[ _-]?key|not logged in|failed to authenticate|please run /login|unauthenticated|permission_denied|invalid x-api-key|\b(401|403)\b|auth method|login required`)
+	authRE = lazy.MustCompile(`(?i)must specify the \w*API_KEY|api[ _-]?key|not logged in|failed to authenticate|please run /login|unauthenticated|permission_denied|invalid x-api-key|\b(401|403)\b|auth method|login required`)
 	// refusedRE matches a credential the model API refused.
-	refusedRE = regexp.MustCompile(`(?i)failed to authenticate|invalid x-api-key|unauthenticated|permission_denied|\b(401|403)\b`)
+	refusedRE = lazy.MustCompile(`(?i)failed to authenticate|invalid x-api-key|unauthenticated|permission_denied|\b(401|403)\b`)
 	// unreachableRE matches a model API that could not be reached at all.
-	unreachableRE = regexp.MustCompile(`(?i)ECONNREFUSED|ConnectionRefused|connection refused|unable to connect|ENOTFOUND|EAI_AGAIN|getaddrinfo|fetch failed|ETIMEDOUT|ECONNRESET|` + regexp.QuoteMeta(relay.UnreachablePrefix))
+	unreachableRE = lazy.MustCompile(`(?i)ECONNREFUSED|ConnectionRefused|connection refused|unable to connect|ENOTFOUND|EAI_AGAIN|getaddrinfo|fetch failed|ETIMEDOUT|ECONNRESET|` + regexp.QuoteMeta(relay.UnreachablePrefix))
 	// relayUnreachableRE finds the host and the cause in the relay's
 	// answer for an upstream it could not reach, as a CLI quotes it (claude
 	// adds ". This is a server-side issue..." after it, 2.1.197 with a
 	// space before the period; gemini quotes it in JSON with its newline
 	// escaped).
-	relayUnreachableRE = regexp.MustCompile(regexp.QuoteMeta(relay.UnreachablePrefix) + `(\S+?): (.+?)(?:\s*\.(?:\s|$)|\\+n|["\n]|$)`)
+	relayUnreachableRE = lazy.MustCompile(regexp.QuoteMeta(relay.UnreachablePrefix) + `(\S+?): (.+?)(?:\s*\.(?:\s|$)|\\+n|["\n]|$)`)
 	// causeRE matches a line that says why a CLI failed, as opposed to its
 	// start-up noise and stack traces.
-	causeRE = regexp.MustCompile(`(?i)error|must|refused|denied|failed|cannot|unable|invalid|not found|not logged`)
+	causeRE = lazy.MustCompile(`(?i)error|must|refused|denied|failed|cannot|unable|invalid|not found|not logged`)
 	// noiseRE matches lines that never are the cause: stack frames, gemini's
 	// start-up notices.
-	noiseRE = regexp.MustCompile(`^\s*at |^\s*\^|^\s*[{}\[\]]|256-color|Ripgrep is not available|\[STARTUP\]|Loaded cached credentials|^\s*$`)
+	noiseRE = lazy.MustCompile(`^\s*at |^\s*\^|^\s*[{}\[\]]|256-color|Ripgrep is not available|\[STARTUP\]|Loaded cached credentials|^\s*$`)
 )
 
 // causeLine is the line of an agent's stderr that says why it failed: the

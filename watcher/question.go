@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 )
 
 // QuestionDetector scores a final answer for being a question addressed to
@@ -115,7 +117,7 @@ func (d *QuestionDetector) Detect(text string) (question string, confidence floa
 	}
 	for _, p := range askingPhrases {
 		switch {
-		case phraseInQuestion(p, lastSentences):
+		case phraseInQuestion(p.Regexp(), lastSentences):
 			score += scorePhraseInQuestion
 		case p.MatchString(lastText):
 			score += scorePhraseInLast
@@ -159,37 +161,37 @@ const trailingDecoration = " \t\n*_)]}\"'»”’"
 
 var (
 	// questionMark is a "?" that ends a sentence (not "a?b" or "?q=1").
-	questionMark = regexp.MustCompile(`\?+(?:$|[\s*_)\]}"'»”’])`)
+	questionMark = lazy.MustCompile(`\?+(?:$|[\s*_)\]}"'»”’])`)
 	// yesNoMarker is a yes/no answer marker.
-	yesNoMarker = regexp.MustCompile(`(?i)[(\[]\s*(?:y/n|yes/no|y/n/q)\s*[)\]]`)
+	yesNoMarker = lazy.MustCompile(`(?i)[(\[]\s*(?:y/n|yes/no|y/n/q)\s*[)\]]`)
 	// yesNoMarkerAtEnd is a yes/no marker ending the text (maybe after ":" or "?").
-	yesNoMarkerAtEnd = regexp.MustCompile(`(?i)[(\[]\s*(?:y/n|yes/no|y/n/q)\s*[)\]][\s?:.*_]*$`)
+	yesNoMarkerAtEnd = lazy.MustCompile(`(?i)[(\[]\s*(?:y/n|yes/no|y/n/q)\s*[)\]][\s?:.*_]*$`)
 	// yesNoOnly is a sentence that is only a yes/no marker.
-	yesNoOnly = regexp.MustCompile(`(?i)^[(\[]\s*(?:y/n|yes/no|y/n/q)\s*[)\]][\s?:.*_]*$`)
+	yesNoOnly = lazy.MustCompile(`(?i)^[(\[]\s*(?:y/n|yes/no|y/n/q)\s*[)\]][\s?:.*_]*$`)
 	// completionReport reports finished work.
-	completionReport = regexp.MustCompile(`(?i)\b(?:done|completed?|finished|all (?:the )?tests (?:now )?pass(?:ed)?|tests (?:now )?pass|successfully|i(?:'ve| have)? (?:added|created|fixed|updated|implemented|removed|written|wrote|refactored|committed|made|changed|renamed|moved|replaced|regenerated))\b`)
+	completionReport = lazy.MustCompile(`(?i)\b(?:done|completed?|finished|all (?:the )?tests (?:now )?pass(?:ed)?|tests (?:now )?pass|successfully|i(?:'ve| have)? (?:added|created|fixed|updated|implemented|removed|written|wrote|refactored|committed|made|changed|renamed|moved|replaced|regenerated))\b`)
 	// askingPhrases address the user and ask for a decision; one pattern per
 	// concept so that overlapping phrases do not add up.
-	askingPhrases = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)\b(?:how )?would you (?:like|prefer)\b`),
-		regexp.MustCompile(`(?i)\bdo you (?:want|prefer|agree)\b`),
-		regexp.MustCompile(`(?i)\b(?:should|shall|may|can) i\b`),
-		regexp.MustCompile(`(?i)\b(?:ready|ok|okay) to (?:proceed|continue|go ahead)\b`),
-		regexp.MustCompile(`(?i)\blet me know (?:if|whether|which|how|what)\b`),
-		regexp.MustCompile(`(?i)\b(?:please|can you|could you) (?:confirm|clarify|advise|decide)\b`),
-		regexp.MustCompile(`(?i)\bwhich (?:option|approach|one)\b`),
-		regexp.MustCompile(`(?i)\bbefore i (?:proceed|continue|start|go ahead)\b`),
-		regexp.MustCompile(`(?i)\bhow should i\b`),
+	askingPhrases = []*lazy.Regexp{
+		lazy.MustCompile(`(?i)\b(?:how )?would you (?:like|prefer)\b`),
+		lazy.MustCompile(`(?i)\bdo you (?:want|prefer|agree)\b`),
+		lazy.MustCompile(`(?i)\b(?:should|shall|may|can) i\b`),
+		lazy.MustCompile(`(?i)\b(?:ready|ok|okay) to (?:proceed|continue|go ahead)\b`),
+		lazy.MustCompile(`(?i)\blet me know (?:if|whether|which|how|what)\b`),
+		lazy.MustCompile(`(?i)\b(?:please|can you|could you) (?:confirm|clarify|advise|decide)\b`),
+		lazy.MustCompile(`(?i)\bwhich (?:option|approach|one)\b`),
+		lazy.MustCompile(`(?i)\bbefore i (?:proceed|continue|start|go ahead)\b`),
+		lazy.MustCompile(`(?i)\bhow should i\b`),
 	}
 	// codeFence opens or closes a fenced code block.
-	codeFence = regexp.MustCompile("^\\s*(?:```|~~~)")
+	codeFence = lazy.MustCompile("^\\s*(?:```|~~~)")
 	// inlineCodeSpan is a code span.
-	inlineCodeSpan = regexp.MustCompile("``[^\\n]*?``|`[^`\\n]*`")
+	inlineCodeSpan = lazy.MustCompile("``[^\\n]*?``|`[^`\\n]*`")
 	// proseURL is a URL, without punctuation that ends the sentence after it.
-	proseURL = regexp.MustCompile(`(?i)\b(?:https?|ftp|file)://[^\s<>"'` + "`" + `]*[^\s<>"'.,;:!?)\]` + "`" + `]|\bwww\.[^\s<>"'` + "`" + `]*[^\s<>"'.,;:!?)\]` + "`" + `]`)
+	proseURL = lazy.MustCompile(`(?i)\b(?:https?|ftp|file)://[^\s<>"'` + "`" + `]*[^\s<>"'.,;:!?)\]` + "`" + `]|\bwww\.[^\s<>"'` + "`" + `]*[^\s<>"'.,;:!?)\]` + "`" + `]`)
 	// markdownLead is list, heading, quote and emphasis decoration at the
 	// start of a line.
-	markdownLead = regexp.MustCompile(`^(?:[#>*_\-+]+\s*|\d+[.)]\s+)+`)
+	markdownLead = lazy.MustCompile(`^(?:[#>*_\-+]+\s*|\d+[.)]\s+)+`)
 )
 
 // proseLines returns the lines of text with code and URLs removed; removed
@@ -247,7 +249,7 @@ func joinParagraphs(paras [][]string) string {
 
 // sentenceEnd ends a sentence: terminators, closing decoration, then space
 // or the end of the text.
-var sentenceEnd = regexp.MustCompile(`[.!?]+[*_)\]}"'»”’]*(?:\s+|$)|\n+`)
+var sentenceEnd = lazy.MustCompile(`[.!?]+[*_)\]}"'»”’]*(?:\s+|$)|\n+`)
 
 // splitSentences splits text into trimmed sentences (a line break also ends one).
 // A sentence that is only a yes/no marker joins the sentence before it.

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 )
@@ -431,7 +431,7 @@ func (t *tracker) denials(res *runners.Result) []runners.Denial {
 }
 
 // testCommand matches a shell command that runs a project's tests.
-var testCommand = regexp.MustCompile(`(?:^|[\s;&|(])(?:go test|(?:npm|yarn|pnpm|bun)(?: run)? test|(?:python3? -m )?pytest|cargo test|make (?:test|check)|(?:\./)?gradlew? test|mvn test|npx (?:jest|vitest)|jest|vitest|(?:bundle exec )?rspec|ctest|tox|dotnet test|mix test)\b`)
+var testCommand = lazy.MustCompile(`(?:^|[\s;&|(])(?:go test|(?:npm|yarn|pnpm|bun)(?: run)? test|(?:python3? -m )?pytest|cargo test|make (?:test|check)|(?:\./)?gradlew? test|mvn test|npx (?:jest|vitest)|jest|vitest|(?:bundle exec )?rspec|ctest|tox|dotnet test|mix test)\b`)
 
 // The end of a test run's output the reviewers are shown.
 const (

@@ -8,12 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn"
@@ -37,7 +37,7 @@ const detachPoll = 20 * time.Millisecond
 var detachFlags = map[string]bool{"detach": true, "json": true, "repo": true, detachedIDFlag: true}
 
 // detachedIDPattern is a run id as runs.NewID makes it.
-var detachedIDPattern = regexp.MustCompile(`^\d{8}-\d{6}-[0-9a-f]{4}$`)
+var detachedIDPattern = lazy.MustCompile(`^\d{8}-\d{6}-[0-9a-f]{4}$`)
 
 // checkDetachedID refuses a --detached-id that is not a run id: it names
 // the run's worktree and branch.

@@ -3,11 +3,11 @@ package cli
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
@@ -199,7 +199,7 @@ func outcomeOf(status observability.Status, verdict observability.Verdict, errKi
 
 // raiseFlagRE finds the flag a limit's error names ("raise it with
 // --idle-timeout, ...").
-var raiseFlagRE = regexp.MustCompile(`raise it with (--[a-z-]+)`)
+var raiseFlagRE = lazy.MustCompile(`raise it with (--[a-z-]+)`)
 
 // nextSteps are what the person can do now, true for this outcome and
 // named as spawn's own commands: merge only what was approved (git merge,

@@ -2,19 +2,19 @@ package cli
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/internal/suggest"
 )
 
 var (
-	flagValueRE   = regexp.MustCompile(`^invalid value "(.*)" for flag -+(\S+): `)
-	flagMissingRE = regexp.MustCompile(`^flag needs an argument: -+(\S+)$`)
-	flagUnknownRE = regexp.MustCompile(`^flag provided but not defined: -+(\S+)$`)
+	flagValueRE   = lazy.MustCompile(`^invalid value "(.*)" for flag -+(\S+): `)
+	flagMissingRE = lazy.MustCompile(`^flag needs an argument: -+(\S+)$`)
+	flagUnknownRE = lazy.MustCompile(`^flag provided but not defined: -+(\S+)$`)
 )
 
 // onUsageError turns the flag parser's message into one sentence that

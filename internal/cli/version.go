@@ -2,9 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"regexp"
 	"runtime/debug"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 )
 
 // The version and commit `make build` stamps into the binary at link time
@@ -17,7 +18,7 @@ var (
 
 // pseudoVersionRE is a Go pseudo-version's last part, the commit
 // ("v0.0.0-20261126213000-0123456789ab").
-var pseudoVersionRE = regexp.MustCompile(`-(?:\d+\.)?\d{14}-([0-9a-f]{12})$`)
+var pseudoVersionRE = lazy.MustCompile(`-(?:\d+\.)?\d{14}-([0-9a-f]{12})$`)
 
 // build is the version and the commit of this binary: what `make build`
 // stamped, else the module's version and the commit `go install` or `go

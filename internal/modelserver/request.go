@@ -3,9 +3,10 @@ package modelserver
 import (
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 )
 
 // The API a request was addressed to.
@@ -339,12 +340,12 @@ func geminiResult(id, name string, resp map[string]any) ToolResultSeen {
 // gemini 0.61.0: "- **Workspace Directories:**\n  - /x" in the
 // <session_context> user part; codex 0.171.0: "<cwd>/x</cwd>" in the
 // <environment_context> user message. The last two are older phrasings.
-var workdirPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`Primary working directory: *([^\n]+)`),
-	regexp.MustCompile(`<cwd>([^<\n]+)</cwd>`),
-	regexp.MustCompile(`Workspace Directories:?\**:?[ \t]*\n[ \t]*- *([^\n]+)`),
-	regexp.MustCompile(`(?m)^[ \t-]*Working directory: *([^\n]+)`),
-	regexp.MustCompile(`currently working in the directory: *([^\n]+)`),
+var workdirPatterns = []*lazy.Regexp{
+	lazy.MustCompile(`Primary working directory: *([^\n]+)`),
+	lazy.MustCompile(`<cwd>([^<\n]+)</cwd>`),
+	lazy.MustCompile(`Workspace Directories:?\**:?[ \t]*\n[ \t]*- *([^\n]+)`),
+	lazy.MustCompile(`(?m)^[ \t-]*Working directory: *([^\n]+)`),
+	lazy.MustCompile(`currently working in the directory: *([^\n]+)`),
 }
 
 // workdir returns the agent's working directory named in the request, or "".

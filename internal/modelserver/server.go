@@ -14,11 +14,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 )
 
 // DefaultMaxRequests is the loop guard used unless WithMaxRequests says
@@ -260,7 +261,7 @@ func mergeSettings(dst, src map[string]any) {
 	}
 }
 
-var geminiPath = regexp.MustCompile(`^/v1[a-z0-9]*/models/([^/:]+):([A-Za-z]+)$`)
+var geminiPath = lazy.MustCompile(`^/v1[a-z0-9]*/models/([^/:]+):([A-Za-z]+)$`)
 
 // exchange is one request being answered: its log entry and the writer.
 type exchange struct {

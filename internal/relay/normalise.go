@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 )
 
 // Context is what legitimately differs between two runs of the same work,
@@ -33,31 +34,31 @@ type Context struct {
 // What every run has of its own, whatever its Context: each match is its
 // placeholder in a normalised request.
 var volatile = []struct {
-	re   *regexp.Regexp
+	re   *lazy.Regexp
 	with string
 }{
 	// Session and request ids (claude's session id in metadata.user_id,
 	// gemini's prompt ids): new in every process.
-	{regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`), "{{uuid}}"},
+	{lazy.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`), "{{uuid}}"},
 	// claude's device id: made in its private HOME, new in every run.
-	{regexp.MustCompile(`[0-9a-f]{64}`), "{{hex}}"},
+	{lazy.MustCompile(`[0-9a-f]{64}`), "{{hex}}"},
 	// Today's date, as claude (2026-11-26, times too) and gemini
 	// (Thursday, November 26, 2026) say it. No \b: in a JSON string a
 	// date may follow the n of an escaped newline.
-	{regexp.MustCompile(`\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?`), "{{date}}"},
-	{regexp.MustCompile(`(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, \d{4}\b`), "{{date}}"},
+	{lazy.MustCompile(`\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?`), "{{date}}"},
+	{lazy.MustCompile(`(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (January|February|March|April|May|June|July|August|September|October|November|December) \d{1,2}, \d{4}\b`), "{{date}}"},
 	// How long something took, as a test runner says it in a tool result
 	// ("ok example.com/calc 0.003s", "--- FAIL: TestAdd (0.00s)", pytest's
 	// "in 0.12s"): a decimal number of seconds or milliseconds, different
 	// in every run. (Not \b before it: in a JSON string it may follow the
 	// t of an escaped tab.)
-	{regexp.MustCompile(`\d+\.\d+m?s\b`), "{{duration}}"},
+	{lazy.MustCompile(`\d+\.\d+m?s\b`), "{{duration}}"},
 }
 
 // hexRun finds runs of 7 or more hex digits, each whole: object ids, whole
 // or abbreviated. (Not \b: in a JSON string an id may follow the n of an
 // escaped newline.)
-var hexRun = regexp.MustCompile(`[0-9a-f]{7,}`)
+var hexRun = lazy.MustCompile(`[0-9a-f]{7,}`)
 
 // Normalise is text with what differs between runs replaced: c's
 // literals, c's objects, then ids and dates every run has of its own.
@@ -66,8 +67,8 @@ func Normalise(text string, c Context) string {
 }
 
 var (
-	skillList = regexp.MustCompile(`(?s)<available_skills>.*?</available_skills>`)
-	skill     = regexp.MustCompile(`(?s)<skill>.*?</skill>`)
+	skillList = lazy.MustCompile(`(?s)<available_skills>.*?</available_skills>`)
+	skill     = lazy.MustCompile(`(?s)<skill>.*?</skill>`)
 )
 
 // normaliseSkills puts the skills of each <available_skills> list of
@@ -125,7 +126,7 @@ func normaliseLiterals(text string, c Context) string {
 	return strings.NewReplacer(pairs...).Replace(text)
 }
 
-var notAlnum = regexp.MustCompile(`[^a-zA-Z0-9]`)
+var notAlnum = lazy.MustCompile(`[^a-zA-Z0-9]`)
 
 func slug(p string) string { return notAlnum.ReplaceAllString(p, "-") }
 

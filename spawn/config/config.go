@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
@@ -634,7 +634,7 @@ func decodeFile(path string, data []byte, base Config) (Config, toml.MetaData, e
 	return cfg, md, nil
 }
 
-var tomlErrRE = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.*)$`)
+var tomlErrRE = lazy.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): (.*)$`)
 
 func decodeError(path string, err error) error {
 	var pe toml.ParseError
@@ -650,7 +650,7 @@ func decodeError(path string, err error) error {
 
 // wrongValueRE matches the TOML decoder's words for a value of the wrong
 // type or a duration it cannot read.
-var wrongValueRE = regexp.MustCompile(`^incompatible types: TOML value has type (\w+); destination has type \w+$|^invalid duration`)
+var wrongValueRE = lazy.MustCompile(`^incompatible types: TOML value has type (\w+); destination has type \w+$|^invalid duration`)
 
 // valueMessage is the decoder's message about key's value made into what
 // the user must write: the kind of value key wants, with an example. Other

@@ -8,11 +8,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
@@ -74,7 +74,7 @@ func (in *Inbox) Prepare() error {
 
 // messageID matches the ids Post makes: the time to the nanosecond and
 // four hex digits.
-var messageID = regexp.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9]{9}-[0-9a-f]{4}$`)
+var messageID = lazy.MustCompile(`^[0-9]{8}-[0-9]{6}-[0-9]{9}-[0-9a-f]{4}$`)
 
 // Post puts a message with text into the inbox, sent at now, and returns
 // it. Its id sorts after the ids of the messages posted before it (to the

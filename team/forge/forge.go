@@ -16,12 +16,12 @@ package forge
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
+	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/team/github"
@@ -260,7 +260,7 @@ func (e *CIChangeError) Error() string {
 }
 
 // ciPaths match the files of CI systems, whose changes run when pushed.
-var ciPaths = regexp.MustCompile(`^(\.github/(workflows|actions)/|\.gitlab-ci\.yml$|\.gitlab/|\.circleci/|\.buildkite/|\.travis\.yml$|\.drone\.yml$|\.woodpecker(\.yml$|/)|azure-pipelines\.yml$|bitbucket-pipelines\.yml$|Jenkinsfile$|\.jenkins/|\.tekton/|cloudbuild\.ya?ml$|\.github/dependabot\.yml$)`)
+var ciPaths = lazy.MustCompile(`^(\.github/(workflows|actions)/|\.gitlab-ci\.yml$|\.gitlab/|\.circleci/|\.buildkite/|\.travis\.yml$|\.drone\.yml$|\.woodpecker(\.yml$|/)|azure-pipelines\.yml$|bitbucket-pipelines\.yml$|Jenkinsfile$|\.jenkins/|\.tekton/|cloudbuild\.ya?ml$|\.github/dependabot\.yml$)`)
 
 // ciChanges lists the CI configuration files that from..to changes.
 func ciChanges(ctx context.Context, repo git.Repo, from, to string) ([]string, error) {
