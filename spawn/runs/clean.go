@@ -301,27 +301,10 @@ func canon(path string) string {
 // and reads the registry's view of it instead).
 func (r *Repo) cleanOne(ctx context.Context, e Entry, opts CleanOptions, w worktrees, excludes []string, jail *cleanJail) Cleaned {
 	c := Cleaned{ID: e.ID, Branches: []string{}, Unsaved: []Unsaved{}}
-	var run *Run
-	if opts.DryRun {
-		if e.State == StateRunning {
-			c.Action, c.Reason = CleanLive, liveReason(e.ID, e.Holder)
-			return c
-		}
-	} else {
-		var err error
-		run, err = r.Registry.Acquire(e.ID)
-		var live *LiveError
-		switch {
-		case errors.As(err, &live):
-			c.Action, c.Reason = CleanLive, liveReason(e.ID, live.Holder)
-			return c
-		case errors.Is(err, ErrNotFound):
-			c.Action, c.Reason = CleanNothing, "the run was removed meanwhile"
-			return c
-		case err != nil:
-			c.Action, c.Reason = CleanFailed, err.Error()
-			return c
-		}
+	run, refused := r.lockForClean(e, opts.DryRun)
+	if refused != nil {
+		c.Action, c.Reason = refused.action, refused.reason
+		return c
 	}
 	release := func() error {
 		if run == nil {
@@ -365,24 +348,9 @@ func (r *Repo) cleanOne(ctx context.Context, e Entry, opts CleanOptions, w workt
 	}
 	var sb *sandbox.Sandbox
 	if hasTree {
-		// The worktree and its git store are the coder's: spawn's git
-		// helper reads them where the coder ran, never spawn as the user.
-		sb, err = sandbox.Open(ctx, r.Git, e.ID, branch, "", jail.exe)
-		var st sandbox.Status
-		if err == nil {
-			st, err = sb.Inspect(ctx, jail.of(ctx, r.env, r.tmpDir, sb))
-		}
-		switch {
-		case sb != nil && sb.Legacy && !opts.Force:
-			return finishClean(c, CleanRefused, fmt.Sprintf("%s was made by an older spawn, whose coder could write your repository's git state, and spawn no longer runs git in it; look inside, then pass --force to delete it", worktree), release())
-		case sb != nil && sb.Legacy:
-		case err != nil && !opts.Force:
-			return finishClean(c, CleanRefused, fmt.Sprintf("cannot read what %s holds (%v); look inside, then pass --force to delete it", worktree, err), release())
-		case err == nil:
-			c.Uncommitted = st.Uncommitted
-			if st.Unpublished {
-				c.Uncommitted++ // commits of the coder's that never reached the branch
-			}
+		var why string
+		if sb, why = r.inspectTree(ctx, &c, e.ID, branch, opts.Force, jail); why != "" {
+			return finishClean(c, CleanRefused, why, release())
 		}
 	}
 	for _, ref := range refs {
@@ -401,12 +369,77 @@ func (r *Repo) cleanOne(ctx context.Context, e Entry, opts CleanOptions, w workt
 	if opts.DryRun {
 		return finishClean(c, CleanWouldRemove, "", release())
 	}
+	if err := r.removeRun(ctx, c, sb); err != nil {
+		c.Purged = false
+		return finishClean(c, CleanFailed, err.Error(), release())
+	}
+	if opts.Purge {
+		return finishClean(c, CleanRemoved, "", run.Remove())
+	}
+	return finishClean(c, CleanRemoved, "", release())
+}
 
-	// Remove: the worktree, git's record of it, the branches, the run
-	// directory last (it holds the lock).
+// cleanRefusal is why a run cannot be cleaned at all.
+type cleanRefusal struct {
+	action CleanAction
+	reason string
+}
+
+// lockForClean takes the run's lock (a dry run takes none, and refuses a
+// run that is running); refused says why the run is left alone.
+func (r *Repo) lockForClean(e Entry, dryRun bool) (run *Run, refused *cleanRefusal) {
+	if dryRun {
+		if e.State == StateRunning {
+			return nil, &cleanRefusal{CleanLive, liveReason(e.ID, e.Holder)}
+		}
+		return nil, nil
+	}
+	run, err := r.Registry.Acquire(e.ID)
+	var live *LiveError
+	switch {
+	case errors.As(err, &live):
+		return nil, &cleanRefusal{CleanLive, liveReason(e.ID, live.Holder)}
+	case errors.Is(err, ErrNotFound):
+		return nil, &cleanRefusal{CleanNothing, "the run was removed meanwhile"}
+	case err != nil:
+		return nil, &cleanRefusal{CleanFailed, err.Error()}
+	}
+	return run, nil
+}
+
+// inspectTree counts, into c, what the run's worktree holds that is not
+// on its branch. The worktree and its git store are the coder's: spawn's
+// git helper reads them where the coder ran, never spawn as the user.
+// why is the refusal when they cannot be read (or were made by an older
+// spawn) and force is not given.
+func (r *Repo) inspectTree(ctx context.Context, c *Cleaned, id, branch string, force bool, jail *cleanJail) (sb *sandbox.Sandbox, why string) {
+	sb, err := sandbox.Open(ctx, r.Git, id, branch, "", jail.exe)
+	var st sandbox.Status
+	if err == nil {
+		st, err = sb.Inspect(ctx, jail.of(ctx, r.env, r.tmpDir, sb))
+	}
+	switch {
+	case sb != nil && sb.Legacy && !force:
+		return sb, fmt.Sprintf("%s was made by an older spawn, whose coder could write your repository's git state, and spawn no longer runs git in it; look inside, then pass --force to delete it", c.Worktree)
+	case sb != nil && sb.Legacy:
+	case err != nil && !force:
+		return sb, fmt.Sprintf("cannot read what %s holds (%v); look inside, then pass --force to delete it", c.Worktree, err)
+	case err == nil:
+		c.Uncommitted = st.Uncommitted
+		if st.Unpublished {
+			c.Uncommitted++ // commits of the coder's that never reached the branch
+		}
+	}
+	return sb, ""
+}
+
+// removeRun removes what c found of a run: its worktree (and git's record
+// of a legacy one), then its branches. The run directory is the caller's
+// to remove last (it holds the lock).
+func (r *Repo) removeRun(ctx context.Context, c Cleaned, sb *sandbox.Sandbox) error {
 	var errs []error
-	if hasTree {
-		errs = append(errs, os.RemoveAll(worktree))
+	if c.Worktree != "" {
+		errs = append(errs, os.RemoveAll(c.Worktree))
 		if sb != nil && sb.Legacy {
 			if _, err := r.Git.Run(ctx, "worktree", "prune"); err != nil {
 				errs = append(errs, fmt.Errorf("prune worktrees: %w", err))
@@ -418,14 +451,7 @@ func (r *Repo) cleanOne(ctx context.Context, e Entry, opts CleanOptions, w workt
 			errs = append(errs, fmt.Errorf("delete branches: %w", err))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		c.Purged = false
-		return finishClean(c, CleanFailed, err.Error(), release())
-	}
-	if opts.Purge {
-		return finishClean(c, CleanRemoved, "", run.Remove())
-	}
-	return finishClean(c, CleanRemoved, "", release())
+	return errors.Join(errs...)
 }
 
 // cleanJail is the jail of the git helper that reads a run's worktree for

@@ -401,25 +401,7 @@ func (p *fixing) checkFix(ctx context.Context, round int, check []thread, said m
 	}
 	rev := ans.review
 	fb.Verdict, fb.Summary = rev.Verdict, rev.Summary
-	confirmed := map[string]bool{}
-	for _, id := range rev.Resolved {
-		confirmed[strings.ToLower(id)] = true
-	}
-	open := map[string]string{} // thread finding id -> what the reviewer says is still open
-	var fresh []observability.Finding
-	blocking := false
-	for _, f := range rev.Findings {
-		t, ok := threadOf(check, f)
-		if !ok {
-			blocking = blocking || f.Severity.Blocking()
-			fresh = append(fresh, observability.Finding{ID: f.ID, Severity: f.Severity, Domain: f.Domain, File: f.File, Line: f.Line,
-				Title: f.Title, Detail: f.Detail, Suggestion: f.Suggestion, Status: observability.FindingOpen})
-			continue
-		}
-		if !confirmed[t.finding.ID] {
-			open[t.finding.ID] = strings.TrimSpace(open[t.finding.ID] + " " + f.Detail)
-		}
-	}
+	confirmed, open, fresh, blocking := judge(check, rev)
 	for _, t := range check {
 		if confirmed[t.finding.ID] {
 			fb.Resolved = append(fb.Resolved, t.finding.ID)
@@ -436,22 +418,64 @@ func (p *fixing) checkFix(ctx context.Context, round int, check []thread, said m
 	report.Feedback = []observability.ReviewFeedback{fb}
 	p.agents.Reviewed(report)
 
+	next, err := p.answerChecked(ctx, round, check, said, confirmed, open, head, sha, more)
+	if err != nil {
+		return nil, observability.VerdictNone, err
+	}
+	verdict := observability.VerdictApproved
+	if len(next) > 0 || blocking {
+		verdict = observability.VerdictChangesRequested
+	}
+	return next, verdict, nil
+}
+
+// judge reads the reviewer's check of the threads of check: the threads
+// it confirms fixed (by finding id, lower case), what it says is still
+// open of the others, the problems it found that are no thread's (fresh:
+// recorded, not sent back to the coder), and whether one of those is
+// blocking.
+func judge(check []thread, rev prompts.ReviewResult) (confirmed map[string]bool, open map[string]string, fresh []observability.Finding, blocking bool) {
+	confirmed = map[string]bool{}
+	for _, id := range rev.Resolved {
+		confirmed[strings.ToLower(id)] = true
+	}
+	open = map[string]string{} // thread finding id -> what the reviewer says is still open
+	for _, f := range rev.Findings {
+		t, ok := threadOf(check, f)
+		if !ok {
+			blocking = blocking || f.Severity.Blocking()
+			fresh = append(fresh, observability.Finding{ID: f.ID, Severity: f.Severity, Domain: f.Domain, File: f.File, Line: f.Line,
+				Title: f.Title, Detail: f.Detail, Suggestion: f.Suggestion, Status: observability.FindingOpen})
+			continue
+		}
+		if !confirmed[t.finding.ID] {
+			open[t.finding.ID] = strings.TrimSpace(open[t.finding.ID] + " " + f.Detail)
+		}
+	}
+	return confirmed, open, fresh, blocking
+}
+
+// answerChecked answers each thread of check after a check round: "Fixed
+// in <commits>" and resolved (a person's, as the settings allow) when the
+// reviewer confirmed it, what is still open otherwise. It returns the
+// threads still open, the reviewer's word added for the coder.
+func (p *fixing) answerChecked(ctx context.Context, round int, check []thread, said map[string]prompts.Attribution, confirmed map[string]bool, open map[string]string, head, sha string, more bool) ([]thread, error) {
 	var next []thread
 	for _, t := range check {
 		a, ok := said[t.finding.ID]
 		commits, err := p.fixCommits(ctx, head, sha, t.Path)
 		if err != nil {
-			return nil, observability.VerdictNone, err
+			return nil, err
 		}
 		if confirmed[t.finding.ID] {
 			body := fmt.Sprintf("Fixed in %s: confirmed by spawn's reviewer in check round %d (at %s).\n\n%s", shortList(commits), round, shortSHA(sha), coderWords(a, ok))
 			m := github.Marker{Run: p.work.ID, Round: round, Seat: string(observability.ReplyFixed), Finding: t.finding.ID}
 			if err := p.replyInThread(ctx, p.client, t.Root().ID, m, threadReply{kind: observability.ReplyFixed, round: round, commits: commits,
 				body: body, state: observability.ThreadFixed}); err != nil {
-				return nil, observability.VerdictNone, err
+				return nil, err
 			}
 			if err := p.resolvePersons(ctx, round, t, sha, fmt.Sprintf("check round %d confirmed it fixed at %s", round, shortSHA(sha))); err != nil {
-				return nil, observability.VerdictNone, err
+				return nil, err
 			}
 			continue
 		}
@@ -471,16 +495,12 @@ func (p *fixing) checkFix(ctx context.Context, round int, check []thread, said m
 		m := github.Marker{Run: p.work.ID, Round: round, Seat: string(observability.ReplyStillOpen), Finding: t.finding.ID}
 		if err := p.replyInThread(ctx, p.client, t.Root().ID, m, threadReply{kind: observability.ReplyStillOpen, round: round,
 			body: body, state: observability.ThreadOpen}); err != nil {
-			return nil, observability.VerdictNone, err
+			return nil, err
 		}
 		t.finding.Detail = strings.TrimSpace(t.finding.Detail + fmt.Sprintf("\nspawn's reviewer, after your turn %d: %s", round, detail))
 		next = append(next, t)
 	}
-	verdict := observability.VerdictApproved
-	if len(next) > 0 || blocking {
-		verdict = observability.VerdictChangesRequested
-	}
-	return next, verdict, nil
+	return next, nil
 }
 
 // maxVerifyDiff bounds the diff the reviewer is shown; a larger one is
