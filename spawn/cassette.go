@@ -2,7 +2,6 @@ package spawn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -137,15 +136,19 @@ func (r *run) fillTrees() error {
 		shas = append(shas, c.SHA)
 	}
 	r.record.mu.Unlock()
+	if len(shas) == 0 {
+		return nil
+	}
+	// One git for every commit: each line is a commit and its tree.
+	out, err := r.sb.Repo.Run(ctx, append([]string{"log", "--no-walk=unsorted", "--format=%H %T", "--end-of-options"}, shas...)...)
+	if err != nil {
+		return fmt.Errorf("find the trees of the run's commits: %w", err)
+	}
 	trees := map[string]string{}
-	var errs []error
-	for _, sha := range shas {
-		tree, err := r.sb.Repo.Run(ctx, "rev-parse", "--verify", "--end-of-options", sha+"^{tree}")
-		if err != nil {
-			errs = append(errs, fmt.Errorf("find the tree of commit %s: %w", shortSHA(sha), err))
-			continue
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if sha, tree, ok := strings.Cut(line, " "); ok {
+			trees[sha] = tree
 		}
-		trees[sha] = strings.TrimSpace(tree)
 	}
 	r.record.mu.Lock()
 	for i, c := range r.rec.Commits {
@@ -154,7 +157,7 @@ func (r *run) fillTrees() error {
 		}
 	}
 	r.record.mu.Unlock()
-	return errors.Join(errs...)
+	return nil
 }
 
 // readConfig reads a run's effective configuration from its directory.

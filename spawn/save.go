@@ -53,6 +53,9 @@ func (r *run) commitLeftovers(ctx context.Context, round int) error {
 			"The work is still in the worktree; look at it before anything else: a coder that breaks its own git store was probably prompt-injected.")
 		return r.sandboxError(err, "cannot save the coder's work in "+r.sb.Path)
 	}
+	r.mu.Lock()
+	r.saved = true
+	r.mu.Unlock()
 	return nil
 }
 

@@ -264,6 +264,11 @@ type run struct {
 	cleanups []func() error  // run by finish
 	warned   map[string]bool // submodule leftovers already reported
 	noted    map[string]bool // seats whose agent's note (runners.Noter) was made
+	// saved says the coder's work is all on the run's branch: a save
+	// succeeded after its last turn. Under bubblewrap or Seatbelt nothing
+	// else can write the worktree (a reviewer reads it), so finish has
+	// nothing to save; without them, a reviewer could have.
+	saved bool
 }
 
 // begin creates the sandbox, the run directory with its live lock, and
@@ -360,7 +365,10 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 		r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("%s sent with spawn send reached no coder turn: the run ended first; `spawn resume %s` hands them to the coder",
 			plural(len(pending), "message"), r.rec.ID)})
 	}
-	errs := []error{runErr, r.commitLeftovers(ctx, r.lastRound())}
+	errs := []error{runErr}
+	if r.mayHoldWork() {
+		errs = append(errs, r.commitLeftovers(ctx, r.lastRound()))
+	}
 	if r.gh != nil {
 		r.gh.PushLeftovers(ctx)
 	}
@@ -404,6 +412,15 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	return r.rec, errors.Join(err, recErr,
 		r.wrap(r.log.Close(), "cannot write the event log"),
 		r.wrap(r.dir.Close(), "cannot release the run's lock"))
+}
+
+// mayHoldWork says the worktree may hold work the run's branch does not:
+// no save succeeded since the coder's last turn, or the agents' isolation
+// lets a reviewer write it.
+func (r *run) mayHoldWork() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.saved || r.conf == nil || !r.conf.report.Mode.Confines()
 }
 
 // wrap makes err an internal *fault.Error with the message msg; nil stays nil.

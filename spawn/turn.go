@@ -52,6 +52,9 @@ func (r *run) code(ctx context.Context, t team.CoderTurn) (team.Reply, error) {
 	if err != nil {
 		return team.Reply{}, err
 	}
+	r.mu.Lock()
+	r.saved = false
+	r.mu.Unlock()
 	cli := r.pre.seats.coder
 	binds := r.coderHooks(cli, t.Round)
 	defer r.recordMessages(cli)
