@@ -106,6 +106,11 @@ type Relay struct {
 	// answers every request instead of the upstream (a replay).
 	recorder *Recorder
 	player   *Player
+
+	// closed is done once Close was called: no answer is read on for
+	// an agent that went away (drainContext) past it.
+	closed context.Context
+	close  context.CancelFunc
 }
 
 // grant is whom a key was made for.
@@ -119,6 +124,7 @@ func Start(routes []Route, opts Options) (*Relay, error) {
 		return nil, fmt.Errorf("relay: listen: %w", err)
 	}
 	r := &Relay{url: "http://" + ln.Addr().String(), ln: ln, opts: opts, err: make(chan error, 2), n: 1, keys: map[string]grant{}}
+	r.closed, r.close = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	for _, rt := range routes {
 		mux.Handle("/"+rt.Name+"/", http.StripPrefix("/"+rt.Name, r.proxy(rt)))
@@ -165,6 +171,7 @@ func (r *Relay) URL(route string) string { return r.url + "/" + route }
 // Close stops the relay and cuts its open connections. It returns the
 // server's error, if it failed other than by being closed.
 func (r *Relay) Close() error {
+	r.close()
 	err := r.srv.Close()
 	for i := 0; i < r.n; i++ {
 		if serr := <-r.err; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
@@ -258,31 +265,63 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		if rec != nil {
 			mw.tape = &bytes.Buffer{}
 		}
+		// What the answer cost is counted whatever happens to the agent
+		// that asked: an agent that goes away mid-answer (killed, or a
+		// program that reads the status line and hangs up) leaves the
+		// relay reading the answer to its end, at most drainLimit after
+		// it left, and the answer's usage is metered all the same.
+		defer r.used(g.seat, rt.Name, req, mw, start)
 		if play != nil {
 			play.answer(mw, g.seat, rt.Name, req.Method, withoutKey(req), tape.body())
 		} else {
-			p.ServeHTTP(mw, req)
+			ctx, stop := r.drainContext(req.Context(), drainLimit)
+			defer stop()
+			p.ServeHTTP(mw, req.WithContext(ctx))
 		}
 		if rec != nil {
 			rec.Add(tape.exchange(g.seat, rt.Name, req, mw, start))
 		}
-		if r.opts.Used != nil {
-			u := Usage{}
-			if mw.meter != nil {
-				u = mw.meter.Usage()
-			}
-			u.Seat, u.Route, u.Path, u.Status = g.seat, rt.Name, req.URL.Path, mw.status
-			u.Duration, u.RequestBytes, u.Answer = time.Since(start), req.ContentLength, mw.n
-			if mw.limited {
-				at, msg := resetFromBody(mw.body, time.Now())
-				if mw.resetAt.IsZero() {
-					mw.resetAt = at
-				}
-				u.ResetAt, u.LimitMessage = mw.resetAt, msg
-			}
-			r.opts.Used(u)
-		}
 	})
+}
+
+// drainLimit is how long the relay goes on reading an answer whose agent
+// went away, to meter it whole.
+const drainLimit = 30 * time.Second
+
+// drainContext is a context for the upstream request of a client request
+// whose context is parent: it is not cancelled when the client goes away,
+// only limit after that, when the relay is closed, or by stop.
+func (r *Relay) drainContext(parent context.Context, limit time.Duration) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	unclosed := context.AfterFunc(r.closed, cancel)
+	unwatch := context.AfterFunc(parent, func() {
+		t := time.AfterFunc(limit, cancel)
+		context.AfterFunc(ctx, func() { t.Stop() })
+	})
+	return ctx, func() { unwatch(); unclosed(); cancel() }
+}
+
+// used tells the run what one request to route used: the answer's usage
+// as its meter read it, its status, size and duration, and a usage
+// limit's reset time.
+func (r *Relay) used(seat, route string, req *http.Request, mw *meteredWriter, start time.Time) {
+	if r.opts.Used == nil {
+		return
+	}
+	u := Usage{}
+	if mw.meter != nil {
+		u = mw.meter.Usage()
+	}
+	u.Seat, u.Route, u.Path, u.Status = seat, route, req.URL.Path, mw.status
+	u.Duration, u.RequestBytes, u.Answer = time.Since(start), req.ContentLength, mw.n
+	if mw.limited {
+		at, msg := resetFromBody(mw.body, time.Now())
+		if mw.resetAt.IsZero() {
+			mw.resetAt = at
+		}
+		u.ResetAt, u.LimitMessage = mw.resetAt, msg
+	}
+	r.opts.Used(u)
 }
 
 // credKey is the context key of the credential a request goes upstream with.
@@ -338,6 +377,8 @@ type meteredWriter struct {
 	body    []byte
 	// tape, when not nil, keeps the whole answer for the cassette.
 	tape *bytes.Buffer
+	// gone is the error writing to the agent met: it went away.
+	gone error
 }
 
 // maxLimitBody bounds the body of a 429 the relay reads for its reset time.
@@ -356,18 +397,28 @@ func (m *meteredWriter) Write(b []byte) (int, error) {
 	if m.status == 0 {
 		m.status = http.StatusOK
 	}
+	// The whole answer is metered, whether or not the agent is still
+	// there to read it: upstream, it is paid for. A write the agent is
+	// gone for is no error to the proxy, which reads on to the answer's
+	// end (see drainContext).
+	if m.meter != nil && m.status < 300 {
+		m.meter.Observe(b)
+	}
+	if m.limited && len(m.body) < maxLimitBody {
+		m.body = append(m.body, b[:min(len(b), maxLimitBody-len(m.body))]...)
+	}
+	if m.gone != nil {
+		return len(b), nil
+	}
 	n, err := m.ResponseWriter.Write(b)
 	m.n += int64(n)
-	if m.meter != nil && m.status < 300 {
-		m.meter.Observe(b[:n])
-	}
 	if m.tape != nil {
 		m.tape.Write(b[:n])
 	}
-	if m.limited && len(m.body) < maxLimitBody {
-		m.body = append(m.body, b[:min(n, maxLimitBody-len(m.body))]...)
+	if err != nil {
+		m.gone = err
 	}
-	return n, err
+	return len(b), nil
 }
 
 // Flush passes the proxy's flushes on.

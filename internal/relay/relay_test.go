@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -201,4 +202,45 @@ func BenchmarkRelayAddedLatency(b *testing.B) {
 	}
 	b.Run("direct", func(b *testing.B) { get(b, up.URL+"/v1/messages") })
 	b.Run("relayed", func(b *testing.B) { get(b, r.URL("a")+"/v1/messages") })
+}
+
+// An agent that reads an answer's status line and hangs up (a program
+// dodging the budget, or a CLI killed mid-answer) does not take the
+// answer's cost with it: the relay reads the answer to its end and counts
+// all of it before it forwards the next request.
+func TestAnAnswerIsCountedWholeWhenTheAgentHangsUpEarly(t *testing.T) {
+	second := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "first part, ")
+		w.(http.Flusher).Flush()
+		<-second // the rest comes once the agent has hung up
+		io.WriteString(w, "then the usage")
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	used := make(chan Usage, 1)
+	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}},
+		Options{Used: func(u Usage) { used <- u }})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Close()) }()
+	k, err := r.Grant("a", "spender")
+	require.NoError(t, err)
+
+	req, err := http.NewRequest("POST", r.URL("a")+"/v1/messages", strings.NewReader("{}"))
+	require.NoError(t, err)
+	req.Header.Set("x-api-key", k)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	require.NoError(t, resp.Body.Close()) // hangs up before the answer's end
+	close(second)
+
+	var got Usage
+	select {
+	case got = <-used:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the answer was never counted")
+	}
+	assert.Equal(t, int64(len("first part, then the usage")), got.OutputTokens, "the whole answer is counted")
+	assert.Equal(t, "spender", got.Seat)
 }
