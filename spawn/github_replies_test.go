@@ -20,6 +20,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/githubfake"
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
@@ -118,7 +119,7 @@ func TestGitHubModeNamesEveryFixItResolvesWhenTheCoderAnswersInProse(t *testing.
 	}
 	fixed := fixedBeforeResolved(t, r.gh, pr.Number, pr.Head)
 	require.Len(t, fixed, 2, "both resolved threads name their fix")
-	fix := shortSHA(testenv.Git(t, r.repo, "rev-parse", r.rec.Branch))
+	fix := text.ShortSHA(testenv.Git(t, r.repo, "rev-parse", r.rec.Branch))
 	words := map[int]string{fs[0].Line: "now starts the sum from zero", fs[1].Line: "now says what Total returns"}
 	for _, th := range threads {
 		body := fixed[th.ID]
@@ -385,7 +386,7 @@ func TestSpawnPRChecksItsFixBeforeItSaysFixed(t *testing.T) {
 	fixed := fixedBeforeResolved(t, f.gh, f.pr, "feature")
 	require.Len(t, fixed, 2)
 	require.Len(t, rec.Commits, 2, "one commit per coder turn")
-	first, second := shortSHA(rec.Commits[0].SHA), shortSHA(rec.Commits[1].SHA)
+	first, second := text.ShortSHA(rec.Commits[0].SHA), text.ShortSHA(rec.Commits[1].SHA)
 	bugReplies := spawnReplies(f.gh, f.pr, bug.CommentIDs[0])
 	require.Len(t, bugReplies, 1)
 	assert.True(t, strings.HasPrefix(bugReplies[0].Body, "Fixed in "+first+": confirmed by spawn's reviewer in check round 1"), bugReplies[0].Body)
@@ -475,7 +476,7 @@ func TestSpawnPRStopsAtMaxIterationsAndSaysWhatIsOpen(t *testing.T) {
 	require.Len(t, replies, 1)
 	assert.True(t, strings.HasPrefix(replies[0].Body, "Still open after spawn's check round 1"), replies[0].Body)
 	assert.Contains(t, replies[0].Body, "t is still initialised to 2")
-	assert.Contains(t, replies[0].Body, "the coder's change: "+shortSHA(rec.Commits[0].SHA))
+	assert.Contains(t, replies[0].Body, "the coder's change: "+text.ShortSHA(rec.Commits[0].SHA))
 	assert.Contains(t, replies[0].Body, "max_iterations = 1")
 	assert.Contains(t, replies[0].Body, "The coder's final message does not name this thread.",
 		"a coder whose words name no thread costs the detail, never the reply")
@@ -502,7 +503,7 @@ func TestSpawnPRWithoutVerificationNeverSaysFixed(t *testing.T) {
 	replies := spawnReplies(f.gh, f.pr, bug.CommentIDs[0])
 	require.Len(t, replies, 1)
 	require.Len(t, rec.Commits, 1, "the coder's edit is committed")
-	sha := shortSHA(rec.Commits[0].SHA)
+	sha := text.ShortSHA(rec.Commits[0].SHA)
 	assert.Equal(t, "Changed in "+sha+" (no reviewer checked it: [github] verify_fixes is off).", strings.SplitN(replies[0].Body, "\n", 2)[0])
 	assert.Contains(t, replies[0].Body, "starts from zero now")
 	assert.Empty(t, rec.ReviewFeedback)

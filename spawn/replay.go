@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
@@ -236,7 +237,7 @@ func (r *run) treesOf(rec *observability.Record) ([]string, error) {
 		}
 		tree, err := r.sb.Repo.Run(ctx, "rev-parse", "--verify", "--end-of-options", c.SHA+"^{tree}")
 		if err != nil {
-			return out, fmt.Errorf("run %s's record keeps no tree for commit %s, and the repository does not hold it", rec.ID, shortSHA(c.SHA))
+			return out, fmt.Errorf("run %s's record keeps no tree for commit %s, and the repository does not hold it", rec.ID, text.ShortSHA(c.SHA))
 		}
 		out = append(out, strings.TrimSpace(tree))
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
@@ -334,7 +335,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	if dirty, err := pre.plan.Dirty(); err != nil {
 		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("cannot tell whether %s has uncommitted changes: %v", pre.plan.Repo.Dir, err)})
 	} else if dirty {
-		r.emit(observability.Event{Kind: observability.EventNote, Text: dirtyNote(ctx, pre.plan.Repo, shortSHA(sb.Base))})
+		r.emit(observability.Event{Kind: observability.EventNote, Text: dirtyNote(ctx, pre.plan.Repo, text.ShortSHA(sb.Base))})
 	}
 	r.initSubmodules(ctx)
 	if !conf.report.Mode.Confines() {
@@ -363,7 +364,7 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	r.recordMessages(r.pre.seats.coder)
 	if pending, err := r.dir.Inbox().Pending(); err == nil && len(pending) > 0 {
 		r.emit(observability.Event{Kind: observability.EventNote, Text: fmt.Sprintf("%s sent with spawn send reached no coder turn: the run ended first; `spawn resume %s` hands them to the coder",
-			plural(len(pending), "message"), r.rec.ID)})
+			text.Plural(len(pending), "message"), r.rec.ID)})
 	}
 	errs := []error{runErr}
 	if r.mayHoldWork() {
@@ -442,34 +443,11 @@ func (r *run) lastRound() int {
 	return round
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(line); len(r) > 72 {
-		line = string(r[:69]) + "..."
-	}
-	return line
-}
-
-func shortSHA(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
-}
-
-// plural is "1 commit", "2 commits".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
 // shortList is commits, short and comma-separated.
 func shortList(commits []string) string {
 	short := make([]string, len(commits))
 	for i, c := range commits {
-		short[i] = shortSHA(c)
+		short[i] = text.ShortSHA(c)
 	}
 	return strings.Join(short, ", ")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
@@ -355,7 +356,7 @@ func markdownSummary(rec *observability.Record) string {
 		row("pull request", cell(*rec.PRURL))
 	}
 	u := rec.Usage
-	row("cost", fmt.Sprintf("$%.4f, %s, %d input / %d output tokens", u.CostUSD, plural(u.Turns, "turn"), u.InputTokens, u.OutputTokens))
+	row("cost", fmt.Sprintf("$%.4f, %s, %d input / %d output tokens", u.CostUSD, text.Plural(u.Turns, "turn"), u.InputTokens, u.OutputTokens))
 	row("duration", (time.Duration(rec.DurationMS) * time.Millisecond).String())
 
 	if len(rec.ReviewFeedback) > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 )
@@ -105,7 +106,7 @@ func runClean(ctx context.Context, d *deps, opts *cleanOptions) error {
 		fmt.Fprintln(d.io.Out, cleanLine(c))
 	}
 	if kept > 0 {
-		fmt.Fprintf(d.io.Err, "spawn: %s kept; see why above\n", plural(kept, "run"))
+		fmt.Fprintf(d.io.Err, "spawn: %s kept; see why above\n", text.Plural(kept, "run"))
 	}
 	return exitIf(min(kept, 1))
 }
@@ -117,7 +118,7 @@ func cleanLine(c runs.Cleaned) string {
 	case runs.CleanRemoved:
 		line := fmt.Sprintf("%s  removed %s", c.ID, what)
 		for _, u := range c.Unsaved {
-			line += fmt.Sprintf(" (dropped %s of %s)", plural(len(u.Commits), "unsaved commit"), u.Branch)
+			line += fmt.Sprintf(" (dropped %s of %s)", text.Plural(len(u.Commits), "unsaved commit"), u.Branch)
 		}
 		return line
 	case runs.CleanWouldRemove:

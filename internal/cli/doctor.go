@@ -6,6 +6,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/spawn"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
@@ -64,7 +65,7 @@ func runDoctor(ctx context.Context, d *deps, opts *doctorOptions) error {
 	}
 	if failed > 0 {
 		if !opts.JSON {
-			fmt.Fprintf(d.io.Out, "%s to fix before a run\n", plural(failed, "check"))
+			fmt.Fprintf(d.io.Out, "%s to fix before a run\n", text.Plural(failed, "check"))
 		}
 		return exitCode(fault.ExitUsage)
 	}

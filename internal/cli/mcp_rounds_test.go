@@ -75,16 +75,16 @@ func TestMCPResultOfAThreeRoundRun(t *testing.T) {
 	cs, _ := mcpClient(t, env, repo)
 
 	res := call(t, cs, &mcp.CallToolParams{Name: "spawn_run", Arguments: map[string]any{"task": "add Total to package calc", "mode": "pingpong"}}, nil)
-	require.False(t, res.IsError, text(res))
+	require.False(t, res.IsError, resultText(res))
 	var out mcpserver.Result
-	require.NoError(t, json.Unmarshal([]byte(text(res)), &out))
+	require.NoError(t, json.Unmarshal([]byte(resultText(res)), &out))
 	t.Logf("spawn_result of a %d-round run: %d bytes of text (~%d tokens); %d open, %d resolved findings, %d commits",
-		out.Rounds, len(text(res)), len(text(res))/4, len(out.OpenFindings), len(out.ResolvedFindings), len(out.Commits))
-	assert.Less(t, len(text(res)), 80_000, "under 20k tokens")
+		out.Rounds, len(resultText(res)), len(resultText(res))/4, len(out.OpenFindings), len(out.ResolvedFindings), len(out.Commits))
+	assert.Less(t, len(resultText(res)), 80_000, "under 20k tokens")
 	assert.NotEmpty(t, out.Commits)
 	assert.Equal(t, 3, out.Rounds)
 	assert.Equal(t, "approved", out.Verdict)
 	assert.Len(t, out.ResolvedFindings, 3)
 	assert.Empty(t, out.OpenFindings)
-	assert.NotContains(t, text(res), "raw_response", "no transcript")
+	assert.NotContains(t, resultText(res), "raw_response", "no transcript")
 }

@@ -113,14 +113,14 @@ func call(t *testing.T, cs *mcp.ClientSession, params *mcp.CallToolParams, out a
 	res, err := cs.CallTool(context.Background(), params)
 	require.NoError(t, err, params.Name)
 	if out != nil {
-		require.False(t, res.IsError, "%s: %s", params.Name, text(res))
-		require.NoError(t, json.Unmarshal([]byte(text(res)), out), text(res))
+		require.False(t, res.IsError, "%s: %s", params.Name, resultText(res))
+		require.NoError(t, json.Unmarshal([]byte(resultText(res)), out), resultText(res))
 	}
 	return res
 }
 
-// text is a tool result's text.
-func text(res *mcp.CallToolResult) string {
+// resultText is a tool result's text.
+func resultText(res *mcp.CallToolResult) string {
 	var b strings.Builder
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
@@ -223,8 +223,8 @@ func TestMCPHostDrivesRuns(t *testing.T) {
 		{&mcp.CallToolParams{Name: "spawn_list", Arguments: map[string]any{"repo": t.TempDir()}}, "not in a git repository"},
 	} {
 		res := call(t, cs, bad.params, nil)
-		assert.True(t, res.IsError, "%s %v: %s", bad.params.Name, bad.params.Arguments, text(res))
-		assert.Contains(t, text(res), bad.says, bad.params.Name)
+		assert.True(t, res.IsError, "%s %v: %s", bad.params.Name, bad.params.Arguments, resultText(res))
+		assert.Contains(t, resultText(res), bad.says, bad.params.Name)
 	}
 
 	// The host restarts: a new server finds both runs.

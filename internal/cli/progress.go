@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
@@ -100,7 +101,7 @@ func (p *progressLine) Event(e observability.Event) {
 	case e.Kind == observability.EventReview:
 		for _, f := range e.Review.Feedback {
 			fmt.Fprintf(p.w, "  %-8s review: round %d, %s: %s, %s, %d resolved\n", "reviewer", e.Round, f.Domain, f.Verdict,
-				plural(len(f.Findings), "finding"), len(f.Resolved)+len(f.ResolvedByApproval))
+				text.Plural(len(f.Findings), "finding"), len(f.Resolved)+len(f.ResolvedByApproval))
 		}
 		if e.Review.Note != "" {
 			fmt.Fprintf(p.w, "  %-8s %s\n", "spawn", e.Review.Note)
@@ -186,12 +187,4 @@ func toolSummary(input json.RawMessage) string {
 		return strings.Join(paths, " ")
 	}
 	return ""
-}
-
-// plural is "1 finding", "2 findings".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

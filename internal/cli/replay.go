@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn"
@@ -135,7 +136,7 @@ func cassetteLines(rec *observability.Record) string {
 	switch {
 	case rp.Same:
 		fmt.Fprintf(&b, "  same:      yes: the same commits (trees %s), the same findings, the same verdict (%s); %s answered from the cassette\n",
-			shortTrees(rp.Trees), rec.Verdict, plural(rp.Answered, "request"))
+			shortTrees(rp.Trees), rec.Verdict, text.Plural(rp.Answered, "request"))
 	default:
 		fmt.Fprintf(&b, "  same:      no\n")
 		for _, d := range rp.Differences {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
@@ -169,7 +170,7 @@ func stoppedLine(s stopped) string {
 	case s.Branch == "":
 		where = "it had changed nothing"
 	case s.Commits > 0:
-		where = fmt.Sprintf("its work is on %s (%s)", s.Branch, plural(s.Commits, "commit"))
+		where = fmt.Sprintf("its work is on %s (%s)", s.Branch, text.Plural(s.Commits, "commit"))
 	}
 	next := fmt.Sprintf("spawn resume %s continues it", s.ID)
 	if s.Status != observability.StatusInterrupted {

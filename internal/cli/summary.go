@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/lazy"
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
@@ -84,7 +85,7 @@ func render(rec *observability.Record, v view) string {
 	}
 	open := openFindings(rec)
 	if len(open) > 0 {
-		fmt.Fprintf(&b, "  open:      %s still open\n", plural(len(open), "finding"))
+		fmt.Fprintf(&b, "  open:      %s still open\n", text.Plural(len(open), "finding"))
 		for _, f := range open {
 			fmt.Fprintf(&b, "             %-8s %-7s %s  %s\n", f.Severity, ids[f.ID], location(f), f.Title)
 		}
@@ -249,7 +250,7 @@ func nextSteps(rec *observability.Record, open int, removed bool) []string {
 		}
 		return steps
 	case rec.Status == observability.StatusSucceeded:
-		steps := []string{fmt.Sprintf("the reviewer did not approve: %s open; read the change: %s", plural(open, "finding"), diff)}
+		steps := []string{fmt.Sprintf("the reviewer did not approve: %s open; read the change: %s", text.Plural(open, "finding"), diff)}
 		if resume != "" {
 			steps = append(steps, "run another round of fixes and review: "+resume+" (--more-rounds N for more)")
 		}
@@ -320,7 +321,7 @@ func rounds(rec *observability.Record, ids map[string]string) string {
 			label = ""
 		}
 		fmt.Fprintf(&b, "  %-10s round %d  %-24s %-16s %s, %d resolved\n", label, f.Iteration, string(f.Reviewer)+" ("+f.Domain+")", f.Verdict,
-			plural(len(f.Findings), "finding"), len(f.Resolved)+len(f.ResolvedByApproval))
+			text.Plural(len(f.Findings), "finding"), len(f.Resolved)+len(f.ResolvedByApproval))
 		for _, x := range f.Findings {
 			by := ""
 			if board > 1 && len(x.RaisedBy) > 0 {
@@ -380,7 +381,7 @@ func declined(rec *observability.Record) []observability.CoderReply {
 func cost(rec *observability.Record) string {
 	u := rec.Usage
 	var b strings.Builder
-	fmt.Fprintf(&b, "  cost:      $%.4f, %s, %d input / %d output tokens\n", u.CostUSD, plural(u.Turns, "turn"), u.InputTokens, u.OutputTokens)
+	fmt.Fprintf(&b, "  cost:      $%.4f, %s, %d input / %d output tokens\n", u.CostUSD, text.Plural(u.Turns, "turn"), u.InputTokens, u.OutputTokens)
 	type key struct {
 		llm  observability.LLM
 		role observability.Role
@@ -402,7 +403,7 @@ func cost(rec *observability.Record) string {
 	}
 	for _, k := range order {
 		s := sums[k]
-		fmt.Fprintf(&b, "             %s (%s): $%.4f, %s, %d input / %d output tokens\n", k.role, k.llm, s.CostUSD, plural(s.Turns, "turn"), s.InputTokens, s.OutputTokens)
+		fmt.Fprintf(&b, "             %s (%s): $%.4f, %s, %d input / %d output tokens\n", k.role, k.llm, s.CostUSD, text.Plural(s.Turns, "turn"), s.InputTokens, s.OutputTokens)
 	}
 	return b.String()
 }
@@ -490,5 +491,5 @@ func prSteps(rec *observability.Record, open int) []string {
 	case observability.VerdictNone:
 		return []string{fmt.Sprintf("no reviewer checked the fix ([github] verify_fixes is off): read the replies and the change on pull request #%d: %s", pr.Number, pr.URL)}
 	}
-	return []string{fmt.Sprintf("not every thread is settled (%s open, or declined): each says why in its last reply; read pull request #%d: %s", plural(open, "finding"), pr.Number, pr.URL)}
+	return []string{fmt.Sprintf("not every thread is settled (%s open, or declined): each says why in its last reply; read pull request #%d: %s", text.Plural(open, "finding"), pr.Number, pr.URL)}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
@@ -500,24 +501,16 @@ func refusal(c Cleaned) string {
 		if len(u.Commits) > 3 {
 			more = ", ..."
 		}
-		parts = append(parts, fmt.Sprintf("%s has %s neither merged nor pushed (%s%s)", u.Branch, plural(len(u.Commits), "commit"), strings.Join(shas, ", "), more))
+		parts = append(parts, fmt.Sprintf("%s has %s neither merged nor pushed (%s%s)", u.Branch, text.Plural(len(u.Commits), "commit"), strings.Join(shas, ", "), more))
 	}
 	if c.Uncommitted > 0 {
-		parts = append(parts, fmt.Sprintf("%s has %s uncommitted", c.Worktree, plural(c.Uncommitted, "path")))
+		parts = append(parts, fmt.Sprintf("%s has %s uncommitted", c.Worktree, text.Plural(c.Uncommitted, "path")))
 	}
 	todo := "merge or push the work"
 	if c.Uncommitted > 0 {
 		todo = "commit it in the worktree, then merge or push it"
 	}
 	return strings.Join(parts, "; ") + "; " + todo + ", or pass --force to drop it"
-}
-
-// plural is "1 commit", "2 commits".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // runRefs are the run's branches that exist, as full ref names: its

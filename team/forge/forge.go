@@ -316,28 +316,3 @@ func (h *Hub) prNumber() int {
 	defer h.mu.Unlock()
 	return h.pr.Number
 }
-
-// firstLine is s's first line, cut to 72 characters.
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(line); len(r) > 72 {
-		line = string(r[:69]) + "..."
-	}
-	return line
-}
-
-// shortSHA is a commit id cut to 12 characters.
-func shortSHA(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
-}
-
-// plural is n and noun, with an s unless n is 1.
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/team"
@@ -32,7 +33,7 @@ func (h *Hub) AfterCode(ctx context.Context, round int, said []prompts.Attributi
 	opened := h.opened
 	h.mu.Unlock()
 	if !opened {
-		pr, _, err := h.client.EnsurePR(ctx, github.NewPR{Head: h.work.Branch, Base: h.base, Title: firstLine(h.work.Task),
+		pr, _, err := h.client.EnsurePR(ctx, github.NewPR{Head: h.work.Branch, Base: h.base, Title: text.FirstLine(h.work.Task),
 			Body:  h.work.Redactor.String(h.work.Task) + "\n\n" + github.SummaryStart + "\n" + h.prSummary("the coder's first turn is pushed; the review comes next") + "\n" + github.SummaryEnd,
 			Draft: h.cfg.Draft})
 		if err != nil {
@@ -102,7 +103,7 @@ func (h *Hub) replyInThread(ctx context.Context, client *github.Client, root int
 	if t.Line > 0 {
 		where += fmt.Sprintf(":%d", t.Line)
 	}
-	h.run.Emit(observability.Event{Kind: observability.EventGitHub, Round: rep.round, GitHub: &observability.GitHubStep{Thread: &t, Reply: fmt.Sprintf("%s: %s", where, firstLine(body))}})
+	h.run.Emit(observability.Event{Kind: observability.EventGitHub, Round: rep.round, GitHub: &observability.GitHubStep{Thread: &t, Reply: fmt.Sprintf("%s: %s", where, text.FirstLine(body))}})
 	return nil
 }
 
@@ -146,7 +147,7 @@ func (h *Hub) fixCommits(ctx context.Context, from, to, file string) ([]string, 
 func shortList(commits []string) string {
 	short := make([]string, len(commits))
 	for i, c := range commits {
-		short[i] = shortSHA(c)
+		short[i] = text.ShortSHA(c)
 	}
 	return strings.Join(short, ", ")
 }
@@ -338,7 +339,7 @@ func (h *Hub) stillOpen(ctx context.Context, client *github.Client, round int, s
 	root := h.threads[f.ID]
 	h.mu.Unlock()
 	m := github.Marker{Run: h.work.ID, Round: round, Seat: seat, Finding: f.ID}
-	text := fmt.Sprintf("Still open after review round %d (at %s): %s", round, shortSHA(head), f.Detail)
+	text := fmt.Sprintf("Still open after review round %d (at %s): %s", round, text.ShortSHA(head), f.Detail)
 	return h.replyInThread(ctx, client, root, m, threadReply{kind: observability.ReplyStillOpen, round: round, body: text, state: observability.ThreadOpen})
 }
 
@@ -361,7 +362,7 @@ func (h *Hub) unconfirmed(ctx context.Context, round observability.Round, head s
 			what = "did not accept the coder's reason for declining it"
 		}
 		m := github.Marker{Run: h.work.ID, Round: round.Number, Seat: "unconfirmed", Finding: f.ID}
-		text := fmt.Sprintf("Still open after review round %d (at %s): the review %s.", round.Number, shortSHA(head), what)
+		text := fmt.Sprintf("Still open after review round %d (at %s): the review %s.", round.Number, text.ShortSHA(head), what)
 		if err := h.replyInThread(ctx, h.client, root, m, threadReply{kind: observability.ReplyStillOpen, round: round.Number, body: text, state: observability.ThreadOpen}); err != nil {
 			return err
 		}
@@ -415,21 +416,21 @@ func (h *Hub) resolveConfirmed(ctx context.Context, round observability.Round, h
 		rep := threadReply{kind: observability.ReplyFixed, round: round.Number, state: observability.ThreadFixed}
 		if said && a.Action == observability.CoderDeclined {
 			rep.kind = observability.ReplyAccepted
-			rep.body = fmt.Sprintf("Review round %d (at %s) accepted the coder's reason for declining it: %s", round.Number, shortSHA(head), a.Words)
+			rep.body = fmt.Sprintf("Review round %d (at %s) accepted the coder's reason for declining it: %s", round.Number, text.ShortSHA(head), a.Words)
 		} else {
 			commits, err := h.fixCommits(ctx, from, head, file)
 			if err != nil {
 				return err
 			}
 			rep.commits = commits
-			rep.body = fmt.Sprintf("Fixed in %s: verified by review round %d (at %s).\n\n%s", shortList(commits), round.Number, shortSHA(head), coderWords(a, said))
+			rep.body = fmt.Sprintf("Fixed in %s: verified by review round %d (at %s).\n\n%s", shortList(commits), round.Number, text.ShortSHA(head), coderWords(a, said))
 		}
 		m := github.Marker{Run: h.work.ID, Round: round.Number, Seat: string(rep.kind), Finding: id}
 		if err := h.replyInThread(ctx, h.client, root, m, rep); err != nil {
 			return err
 		}
 		done := observability.ResolvedComment{CommentID: root, ThreadID: th.ID, FindingID: id, Commit: head,
-			Explanation: fmt.Sprintf("review round %d confirmed it fixed at %s", round.Number, shortSHA(head)),
+			Explanation: fmt.Sprintf("review round %d confirmed it fixed at %s", round.Number, text.ShortSHA(head)),
 			ResolvedBy:  observability.ResolvedByVerification, Resolved: true}
 		if rep.kind == observability.ReplyAccepted {
 			done.Explanation = fmt.Sprintf("review round %d accepted the coder's reason for declining it", round.Number)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
+	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/team"
@@ -135,7 +136,7 @@ func (h *Hub) weigh(ctx context.Context, threads []github.Thread) (trusted []thr
 				said = append(said, fmt.Sprintf("%s: %s", c.Author, github.StripMarkers(c.Body)))
 			}
 		}
-		title := strings.TrimSpace(firstLine(github.StripMarkers(t.Root().Body)))
+		title := strings.TrimSpace(text.FirstLine(github.StripMarkers(t.Root().Body)))
 		trusted = append(trusted, thread{Thread: t, finding: prompts.Finding{
 			ID: prompts.FindingID("review", t.Path, t.ID), Severity: observability.SeverityMedium, Domain: string(prompts.GeneralPolish),
 			File: t.Path, Line: t.Line, Title: title, Detail: strings.Join(said, "\n")}})
@@ -158,7 +159,7 @@ func skippedSuffix(skipped []observability.GitHubThread) string {
 			parts = append(parts, fmt.Sprintf("%d %s", n[why], skipWords(why)))
 		}
 	}
-	return fmt.Sprintf(" (%s left alone: %s)", plural(len(skipped), "thread"), strings.Join(parts, ", "))
+	return fmt.Sprintf(" (%s left alone: %s)", text.Plural(len(skipped), "thread"), strings.Join(parts, ", "))
 }
 
 // skipWords says a skip reason in words.
@@ -256,7 +257,7 @@ func (p *fixing) fixPR(ctx context.Context, threads []thread, skipped []observab
 		if err != nil {
 			return observability.VerdictNone, apiError(err, "pushed the fix to the pull request's branch")
 		}
-		p.run.Emit(observability.Event{Kind: observability.EventGitHub, Round: round, GitHub: &observability.GitHubStep{Pushed: sha}, Text: fmt.Sprintf("pushed %s to %s", shortSHA(sha), p.pushTo)})
+		p.run.Emit(observability.Event{Kind: observability.EventGitHub, Round: round, GitHub: &observability.GitHubStep{Pushed: sha}, Text: fmt.Sprintf("pushed %s to %s", text.ShortSHA(sha), p.pushTo)})
 		said := map[string]prompts.Attribution{}
 		for _, a := range prompts.Attribute(reply.Text, findings) {
 			said[a.FindingID] = a
@@ -468,13 +469,13 @@ func (p *fixing) answerChecked(ctx context.Context, round int, check []thread, s
 			return nil, err
 		}
 		if confirmed[t.finding.ID] {
-			body := fmt.Sprintf("Fixed in %s: confirmed by spawn's reviewer in check round %d (at %s).\n\n%s", shortList(commits), round, shortSHA(sha), coderWords(a, ok))
+			body := fmt.Sprintf("Fixed in %s: confirmed by spawn's reviewer in check round %d (at %s).\n\n%s", shortList(commits), round, text.ShortSHA(sha), coderWords(a, ok))
 			m := github.Marker{Run: p.work.ID, Round: round, Seat: string(observability.ReplyFixed), Finding: t.finding.ID}
 			if err := p.replyInThread(ctx, p.client, t.Root().ID, m, threadReply{kind: observability.ReplyFixed, round: round, commits: commits,
 				body: body, state: observability.ThreadFixed}); err != nil {
 				return nil, err
 			}
-			if err := p.resolvePersons(ctx, round, t, sha, fmt.Sprintf("check round %d confirmed it fixed at %s", round, shortSHA(sha))); err != nil {
+			if err := p.resolvePersons(ctx, round, t, sha, fmt.Sprintf("check round %d confirmed it fixed at %s", round, text.ShortSHA(sha))); err != nil {
 				return nil, err
 			}
 			continue
@@ -491,7 +492,7 @@ func (p *fixing) answerChecked(ctx context.Context, round int, check []thread, s
 		if sha == head {
 			change = "the coder changed nothing"
 		}
-		body := fmt.Sprintf("Still open after spawn's check round %d (at %s, %s): %s\n\n%s\n\n%s", round, shortSHA(sha), change, detail, coderWords(a, ok), then)
+		body := fmt.Sprintf("Still open after spawn's check round %d (at %s, %s): %s\n\n%s\n\n%s", round, text.ShortSHA(sha), change, detail, coderWords(a, ok), then)
 		m := github.Marker{Run: p.work.ID, Round: round, Seat: string(observability.ReplyStillOpen), Finding: t.finding.ID}
 		if err := p.replyInThread(ctx, p.client, t.Root().ID, m, threadReply{kind: observability.ReplyStillOpen, round: round,
 			body: body, state: observability.ThreadOpen}); err != nil {
