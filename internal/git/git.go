@@ -178,11 +178,31 @@ func (r Repo) Status(ctx context.Context) (string, error) {
 type Status struct {
 	// Head is the sha of the commit HEAD names, "" before the first commit.
 	Head string
+	// Branch is what status calls HEAD's branch: the name under
+	// refs/heads/, "(detached)", or, for a HEAD that names a ref elsewhere,
+	// that ref or "(null)".
+	Branch string
 	// Paths differ from HEAD, in the index or the work tree: untracked
 	// files one by one (ignored ones not), both paths of a rename. A
 	// submodule whose only changes are inside it (its own uncommitted
 	// work) is not listed: the superproject has nothing to commit for it.
 	Paths []string
+	// unsure are the paths whose staging may leave them as HEAD has them:
+	// changed in the index and again in the work tree (perhaps back), or
+	// unmerged.
+	unsure map[string]bool
+}
+
+// changes reports whether staging paths surely makes the index differ
+// from HEAD: one of them is untracked, deleted, or changed in the index or
+// the work tree only.
+func (s Status) changes(paths []string) bool {
+	for _, p := range paths {
+		if !s.unsure[p] {
+			return true
+		}
+	}
+	return false
 }
 
 // Changes reads the work tree's Status with one `git status
@@ -212,6 +232,9 @@ func parseStatusV2(out string) Status {
 			if oid, ok := strings.CutPrefix(e, "# branch.oid "); ok && oid != "(initial)" {
 				st.Head = oid
 			}
+			if name, ok := strings.CutPrefix(e, "# branch.head "); ok {
+				st.Branch = name
+			}
 		case '?':
 			st.Paths = append(st.Paths, e[2:])
 		case '1', '2', 'u':
@@ -232,6 +255,12 @@ func parseStatusV2(out string) Status {
 				continue
 			}
 			st.Paths = append(st.Paths, f[n-1])
+			if xy := f[1]; e[0] == 'u' || xy[0] != '.' && xy[1] != '.' {
+				if st.unsure == nil {
+					st.unsure = map[string]bool{}
+				}
+				st.unsure[f[n-1]] = true
+			}
 		}
 	}
 	return st
@@ -245,89 +274,101 @@ func (r Repo) CommitAll(ctx context.Context, msg string) (string, error) {
 	if err != nil || len(st.Paths) == 0 {
 		return "", err
 	}
-	return r.CommitPaths(ctx, msg, st.Paths)
+	return r.CommitPaths(ctx, msg, st, st.Paths)
 }
 
-// CommitPaths stages paths as they are in the work tree (changed, new or
-// deleted; taken literally, never as patterns) and commits what the index
-// then holds with msg. The commit is authored as git's configuration says,
+// CommitPaths stages paths, some of st.Paths, as they are in the work
+// tree (changed, new or deleted; taken literally, never as patterns) and
+// commits what the index then holds with msg, on top of st.Head, moving
+// HEAD (or the branch it names) from st.Head to the new commit by
+// compare-and-swap. The commit is authored as git's configuration says,
 // never by an identity git guesses (user.useConfigOnly); when the
-// configuration has none, the commit is made again, authored as spawn. It
-// returns the new commit's sha, or "" when the index matches HEAD after
-// staging (the paths held nothing to commit). Two git processes, add and commit, whose summary line gives the
-// sha (core.abbrev=no); rev-parse only if that line is not as expected.
-func (r Repo) CommitPaths(ctx context.Context, msg string, paths []string) (string, error) {
+// configuration has none, it is authored as spawn. It returns the new
+// commit's sha, or "" when the index matches HEAD after staging.
+//
+// It runs add, write-tree, commit-tree and update-ref rather than git
+// commit, which would stat every file of the work tree again and collect
+// a status of its own (on 50,000 files, about 100 ms of a save). HEAD's
+// tree is read only when st cannot tell that staging changes something.
+func (r Repo) CommitPaths(ctx context.Context, msg string, st Status, paths []string) (string, error) {
 	if len(paths) == 0 {
 		return "", nil
 	}
-	list := strings.Join(paths, "\x00") + "\x00"
 	add := r.cmd("--literal-pathspecs", "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul")
-	add.Stdin = strings.NewReader(list)
+	add.Stdin = strings.NewReader(strings.Join(paths, "\x00") + "\x00")
 	if _, err := proc.Run(ctx, add); err != nil {
 		return "", fmt.Errorf("stage changes: %w", err)
 	}
-	// maintenance.auto=false: a commit of spawn's does not start git's
-	// automatic maintenance (a process at every commit, and a repack of the
-	// user's repository in the middle of a run when it finds work).
-	commit := []string{"-c", "core.abbrev=no", "-c", "maintenance.auto=false", "commit", "--no-verify", "-m", msg}
-	out, err := proc.Run(ctx, r.cmd(append([]string{"-c", "user.useConfigOnly=true"}, commit...)...))
-	var exit *proc.ExitError
-	if err != nil && errors.As(err, &exit) && noIdentity(exit.Stderr) {
-		out, err = proc.Run(ctx, r.cmd(append([]string{"-c", "user.name=spawn", "-c", "user.email=spawn@localhost"}, commit...)...))
-	}
+	tree, err := r.Run(ctx, "write-tree")
 	if err != nil {
-		if errors.As(err, &exit) && nothingToCommit(string(out)+exit.Stderr) {
+		return "", fmt.Errorf("write the tree: %w", err)
+	}
+	if st.Head != "" && !st.changes(paths) {
+		if headTree, err := r.Run(ctx, "rev-parse", "--verify", "--quiet", st.Head+"^{tree}"); err == nil && headTree == tree {
 			return "", nil
 		}
+	}
+	msg = cleanMessage(msg)
+	args := []string{"commit-tree", tree}
+	if st.Head != "" {
+		args = append(args, "-p", st.Head)
+	}
+	commit := func(identity ...string) (string, error) {
+		c := r.cmd(append(identity, args...)...)
+		c.Stdin = strings.NewReader(msg)
+		out, err := proc.Run(ctx, c)
+		return strings.TrimSpace(string(out)), err
+	}
+	sha, err := commit("-c", "user.useConfigOnly=true")
+	var exit *proc.ExitError
+	if err != nil && errors.As(err, &exit) && noIdentity(exit.Stderr) {
+		sha, err = commit("-c", "user.name=spawn", "-c", "user.email=spawn@localhost")
+	}
+	if err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}
-	if sha := summarySHA(string(out)); sha != "" {
-		return sha, nil
+	if !IsOID(sha) {
+		return "", fmt.Errorf("commit: git named %q, which is not a commit", sha)
 	}
-	return r.Resolve(ctx, "HEAD")
+	subject, _, _ := strings.Cut(msg, "\n")
+	update := []string{"update-ref", "-m", "commit: " + subject, "HEAD", sha}
+	if st.Head != "" {
+		update = append(update, st.Head)
+	}
+	if _, err := r.Run(ctx, update...); err != nil {
+		return "", fmt.Errorf("commit: move HEAD to %s: %w", sha, err)
+	}
+	return sha, nil
 }
 
-// summarySHA is the full sha in the first line of git commit's summary,
-// "[branch SHA] subject" (also "[branch (root-commit) SHA] subject"), as
-// core.abbrev=no prints it; "" when the line is not of that form.
-func summarySHA(out string) string {
-	first, _, _ := strings.Cut(out, "\n")
-	if !strings.HasPrefix(first, "[") {
-		return ""
-	}
-	inside, _, ok := strings.Cut(first[1:], "] ")
-	if !ok {
-		inside, ok = strings.CutSuffix(first[1:], "]")
-		if !ok {
-			return ""
+// cleanMessage is msg as git commit -m stores it (its "whitespace"
+// clean-up): trailing white space cut from every line, runs of empty
+// lines made one, no empty line first or last, and a final newline.
+func cleanMessage(msg string) string {
+	var out []string
+	blank := false
+	for _, line := range strings.Split(msg, "\n") {
+		line = strings.TrimRight(line, " \t\r\v\f")
+		if line == "" {
+			blank = len(out) > 0
+			continue
 		}
-	}
-	f := strings.Fields(inside)
-	if len(f) < 2 {
-		return ""
-	}
-	sha := f[len(f)-1]
-	if len(sha) != 40 && len(sha) != 64 {
-		return ""
-	}
-	for _, c := range sha {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return ""
+		if blank {
+			out = append(out, "")
+			blank = false
 		}
+		out = append(out, line)
 	}
-	return sha
+	if len(out) == 0 {
+		return ""
+	}
+	return strings.Join(out, "\n") + "\n"
 }
 
 // noIdentity reports whether git commit's stderr says it has no identity
 // to commit as.
 func noIdentity(stderr string) bool {
 	return strings.Contains(stderr, "auto-detection is disabled") || strings.Contains(stderr, "Please tell me who you are") || strings.Contains(stderr, "empty ident name")
-}
-
-// nothingToCommit reports whether git commit's output says the index
-// matches HEAD.
-func nothingToCommit(out string) bool {
-	return strings.Contains(out, "nothing to commit") || strings.Contains(out, "no changes added to commit") || strings.Contains(out, "nothing added to commit")
 }
 
 // Log lists the commits reachable from to and not from from, oldest first.

@@ -158,9 +158,7 @@ func serve(ctx context.Context, req helperRequest) (ans helperAnswer, pack *proc
 		return ans, nil, err
 	}
 	ans.Changed, ans.Tip = len(st.Paths), st.Head
-	if ref, err := repo.Run(ctx, "symbolic-ref", "-q", "HEAD"); err == nil {
-		ans.HeadRef = ref
-	}
+	ans.HeadRef = headRef(ctx, repo, st.Branch)
 	ans.Leftovers = leftovers(ctx, repo)
 	if req.Mode != modeSave {
 		return ans, nil, nil
@@ -178,7 +176,7 @@ func serve(ctx context.Context, req helperRequest) (ans helperAnswer, pack *proc
 		if req.Name != "" && req.Email != "" {
 			committer.Config = append(append([]string(nil), repo.Config...), "user.name="+req.Name, "user.email="+req.Email)
 		}
-		sha, err := committer.CommitPaths(ctx, req.Message, paths)
+		sha, err := committer.CommitPaths(ctx, req.Message, st, paths)
 		if err != nil {
 			return ans, nil, err
 		}
@@ -201,6 +199,19 @@ func serve(ctx context.Context, req helperRequest) (ans helperAnswer, pack *proc
 	c := proc.Cmd{Path: "git", Args: append(hardenedArgs(repo), "pack-objects", "--revs", "--stdout", "--thin", "--delta-base-offset", "-q"),
 		Dir: dir, Env: repo.Env, Stdin: strings.NewReader(revs)}
 	return ans, &c, nil
+}
+
+// headRef is the ref the store's HEAD names, "" when it is detached: the
+// status's branch when it is a name under refs/heads/, else git's answer.
+func headRef(ctx context.Context, repo git.Repo, branch string) string {
+	if branch != "" && !strings.HasPrefix(branch, "(") && !strings.HasPrefix(branch, "refs/") {
+		return "refs/heads/" + branch
+	}
+	ref, err := repo.Run(ctx, "symbolic-ref", "-q", "HEAD")
+	if err != nil {
+		return ""
+	}
+	return ref
 }
 
 // maxAutoCommit is the largest file spawn commits by itself: a bigger one
