@@ -370,6 +370,9 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	if r.mayHoldWork() {
 		errs = append(errs, r.commitLeftovers(ctx, r.lastRound()))
 	}
+	if err := r.sb.Close(); err != nil {
+		errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
+	}
 	if r.gh != nil {
 		r.gh.PushLeftovers(ctx)
 	}

@@ -155,6 +155,14 @@ func Start(c Cmd) (*Process, error) {
 	return startReaper(c)
 }
 
+// StartDirect starts c itself, without a reaper, in a process group of
+// its own, and returns once it runs: for spawn's own long-lived helpers,
+// which end when their standard input closes (so also when spawn dies).
+// The caller must call Wait.
+func StartDirect(c Cmd) (*Process, error) {
+	return startDirect(c)
+}
+
 // startDirect starts c itself (no reaper) in a new process group.
 func startDirect(c Cmd) (*Process, error) {
 	cmd := exec.Command(c.Path, c.Args...)

@@ -418,6 +418,7 @@ func (r *Repo) inspectTree(ctx context.Context, c *Cleaned, id, branch string, f
 	var st sandbox.Status
 	if err == nil {
 		st, err = sb.Inspect(ctx, jail.of(ctx, r.env, r.tmpDir, sb))
+		err = errors.Join(err, sb.Close())
 	}
 	switch {
 	case sb != nil && sb.Legacy && !force:

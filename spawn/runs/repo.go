@@ -202,6 +202,7 @@ func (r *Repo) FinishAbandoned(ctx context.Context, run *Run, rec *observability
 	default:
 		if _, statErr := os.Lstat(sb.Path); statErr == nil {
 			saved, err := sb.Save(ctx, isolation.GitJail(isolation.Probe(ctx, r.env, r.tmpDir), r.env, sb), "spawn: work saved from an abandoned run\n\nSpawn-Run: "+id+"\n")
+			err = errors.Join(err, sb.Close())
 			if err != nil {
 				saveErr = errors.Join(saveErr, fmt.Errorf("cannot commit the work left in %s: %w", sb.Path, err))
 			}

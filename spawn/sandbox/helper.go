@@ -1,8 +1,9 @@
 package sandbox
 
 import (
-	"bytes"
+	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,16 +19,19 @@ import (
 // The git helper is spawn's own binary run where the coder's processes
 // run (in the coder's sandbox, or, without one, with the coder's
 // environment): it is the only process that runs git on the coder's store
-// and worktree. It reads a request (JSON) on stdin and writes its answer
-// as one JSON line on stdout, followed, when the answer says so, by a
-// pack of the coder's new objects (git's pack format), which spawn imports
-// into the user's repository with every object verified.
+// and worktree. It reads requests (JSON, one after the other) on stdin
+// until stdin closes, and answers each with one JSON line on stdout,
+// followed, when the answer says so, by a pack of the coder's new objects
+// (git's pack format) in frames (see frameWriter) and a line that says
+// whether the pack is whole. spawn imports the pack into the user's
+// repository with every object verified. One helper serves a run's saves:
+// starting it costs a sandbox and an exec.
 //
 // HelperArg, as the binary's first argument, makes it the helper: Helper
 // is its main (internal/entry dispatches it).
 const HelperArg = "__spawn-git-helper"
 
-// Helper is the git helper's main: it answers one request read from in,
+// Helper is the git helper's main: it answers the requests read from in,
 // on out, with its errors on errw, and returns the exit code.
 func Helper(in io.Reader, out, errw io.Writer) int {
 	return helperMain(in, out, errw)
@@ -70,39 +74,109 @@ type helperAnswer struct {
 	Error     string       `json:"error,omitempty"`
 }
 
-// helperMain runs one request in the current directory (the worktree).
+// packEnd is the line that follows a pack's frames: whether the pack is
+// whole.
+type packEnd struct {
+	Error string `json:"error,omitempty"`
+}
+
+// helperMain answers requests in the current directory (the worktree)
+// until in ends.
 func helperMain(in io.Reader, out, errw io.Writer) int {
-	var req helperRequest
-	if err := json.NewDecoder(in).Decode(&req); err != nil {
-		fmt.Fprintf(errw, "spawn git helper: read the request: %v\n", err)
-		return 2
+	dec := json.NewDecoder(in)
+	w := bufio.NewWriter(out)
+	for {
+		var req helperRequest
+		if err := dec.Decode(&req); errors.Is(err, io.EOF) {
+			return 0
+		} else if err != nil {
+			fmt.Fprintf(errw, "spawn git helper: read the request: %v\n", err)
+			return 2
+		}
+		if err := answer(context.Background(), req, w, errw); err != nil {
+			fmt.Fprintf(errw, "spawn git helper: %v\n", err)
+			return 2
+		}
 	}
-	ctx := context.Background()
+}
+
+// answer serves req and writes its answer on w: the line, then, when it
+// says so, the pack's frames and the line that ends them. It returns an
+// error only when w fails: git's errors are the answer's.
+func answer(ctx context.Context, req helperRequest, w *bufio.Writer, errw io.Writer) error {
 	ans, pack, err := serve(ctx, req)
 	if err != nil {
 		ans.Error = err.Error()
 	}
 	ans.Pack = pack != nil
-	line, jerr := json.Marshal(ans)
-	if jerr != nil {
-		fmt.Fprintf(errw, "spawn git helper: %v\n", jerr)
-		return 2
-	}
-	if _, err := out.Write(append(line, '\n')); err != nil {
-		return 2
+	if err := writeLine(w, ans); err != nil {
+		return err
 	}
 	if pack != nil {
-		pack.Stdout, pack.Stderr = out, errw
+		frames := &frameWriter{w: w}
+		pack.Stdout, pack.Stderr = frames, errw
+		var end packEnd
 		if _, err := proc.Run(ctx, *pack); err != nil {
-			fmt.Fprintf(errw, "spawn git helper: pack the objects: %v\n", err)
-			return 1
+			end.Error = fmt.Sprintf("pack the objects: %v", err)
+		}
+		if frames.err != nil {
+			return frames.err
+		}
+		if err := frames.end(); err != nil {
+			return err
+		}
+		if err := writeLine(w, end); err != nil {
+			return err
 		}
 	}
-	if err != nil {
-		return 1
-	}
-	return 0
+	return w.Flush()
 }
+
+func writeLine(w io.Writer, v any) error {
+	line, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(line, '\n'))
+	return err
+}
+
+// maxFrame bounds one frame of a pack.
+const maxFrame = 1 << 20
+
+// frameWriter writes a pack as frames: each a 4-byte big-endian length
+// and as many bytes, ended by a frame of length 0. The pack's length is
+// not known before it is written, and the helper's output goes on after.
+type frameWriter struct {
+	w   io.Writer
+	err error // the first write error
+}
+
+func (f *frameWriter) Write(b []byte) (int, error) {
+	n := len(b)
+	for len(b) > 0 && f.err == nil {
+		chunk := b[:min(len(b), maxFrame)]
+		f.err = f.frame(chunk)
+		b = b[len(chunk):]
+	}
+	if f.err != nil {
+		return 0, f.err
+	}
+	return n, nil
+}
+
+func (f *frameWriter) frame(b []byte) error {
+	var size [4]byte
+	binary.BigEndian.PutUint32(size[:], uint32(len(b)))
+	if _, err := f.w.Write(size[:]); err != nil {
+		return err
+	}
+	_, err := f.w.Write(b)
+	return err
+}
+
+// end writes the frame that ends the pack.
+func (f *frameWriter) end() error { return f.frame(nil) }
 
 // store is the coder's git store as the helper runs git on it: named by
 // GIT_DIR and GIT_WORK_TREE (never discovered from a .git the coder may
@@ -309,73 +383,4 @@ func withoutGitDir(env []string) []string {
 		}
 	}
 	return out
-}
-
-// runHelper runs the helper in the worktree through jail and returns its
-// answer; when the answer carries a pack, it is written to packOut.
-func runHelper(ctx context.Context, jail Jail, exe, worktree string, req helperRequest, packOut io.Writer) (helperAnswer, error) {
-	in, err := json.Marshal(req)
-	if err != nil {
-		return helperAnswer{}, err
-	}
-	var stdout headerSplitter
-	stdout.rest = packOut
-	c := jail.Confine(proc.Cmd{Path: exe, Args: []string{HelperArg}, Dir: worktree, Stdin: bytes.NewReader(in), Stdout: &stdout})
-	_, runErr := proc.Run(ctx, c)
-	var ans helperAnswer
-	if len(stdout.header) == 0 {
-		if runErr == nil {
-			runErr = errors.New("it gave no answer")
-		}
-		return ans, fmt.Errorf("spawn's git helper in %s failed: %w", worktree, runErr)
-	}
-	if err := json.Unmarshal(stdout.header, &ans); err != nil {
-		return ans, fmt.Errorf("spawn's git helper in %s gave an answer that is not JSON: %w", worktree, err)
-	}
-	if ans.Error != "" {
-		return ans, errors.New(ans.Error)
-	}
-	if runErr != nil {
-		return ans, fmt.Errorf("spawn's git helper in %s failed: %w", worktree, runErr)
-	}
-	if ans.Tip != "" && !git.IsOID(ans.Tip) || ans.Committed != "" && !git.IsOID(ans.Committed) {
-		return ans, fmt.Errorf("spawn's git helper in %s named %q, which is not a commit", worktree, ans.Tip)
-	}
-	return ans, stdout.err
-}
-
-// maxHeader bounds the helper's answer line.
-const maxHeader = 4 << 20
-
-// headerSplitter keeps the first line written to it and passes the rest
-// on to rest.
-type headerSplitter struct {
-	header []byte
-	done   bool
-	rest   io.Writer
-	err    error // the first error writing rest
-}
-
-func (h *headerSplitter) Write(b []byte) (int, error) {
-	n := len(b)
-	if !h.done {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			if len(h.header)+len(b) > maxHeader {
-				return 0, errors.New("the helper's answer is too long")
-			}
-			h.header = append(h.header, b...)
-			return n, nil
-		}
-		h.header = append(h.header, b[:i]...)
-		h.done, b = true, b[i+1:]
-	}
-	if len(b) > 0 && h.err == nil {
-		if h.rest == nil {
-			h.err = errors.New("the helper sent a pack nobody asked for")
-		} else if _, err := h.rest.Write(b); err != nil {
-			h.err = err
-		}
-	}
-	return n, nil
 }

@@ -194,8 +194,9 @@ type Sandbox struct {
 	// Exe is spawn's binary, which runs as the git helper.
 	Exe string
 
-	mu        sync.Mutex // guards published
-	published string     // the branch's tip in the user's repository
+	mu        sync.Mutex  // guards published and helper
+	published string      // the branch's tip in the user's repository
+	helper    *helperConn // the git helper, kept for the next request; nil before the first
 	name      string     // who spawn commits as; "" for spawn itself
 	email     string
 }
@@ -459,7 +460,7 @@ func (s *Sandbox) Save(ctx context.Context, jail Jail, msg string) (_ Saved, err
 		return Saved{}, fmt.Errorf("save the coder's work: %w", err)
 	}
 	defer func() { err = errors.Join(err, pack.Close(), os.Remove(pack.Name())) }()
-	ans, err := runHelper(ctx, jail, s.Exe, s.Path, helperRequest{Mode: modeSave, Message: msg, Name: s.name, Email: s.email, Base: s.Base, Known: s.published}, pack)
+	ans, err := s.ask(ctx, jail, helperRequest{Mode: modeSave, Message: msg, Name: s.name, Email: s.email, Base: s.Base, Known: s.published}, pack)
 	saved := Saved{Committed: ans.Committed, HeadRef: ans.HeadRef, Leftovers: ans.Leftovers, Published: s.published, Removed: ans.Removed}
 	if err != nil {
 		return saved, err
@@ -504,11 +505,54 @@ func (s *Sandbox) Inspect(ctx context.Context, jail Jail) (Status, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ans, err := runHelper(ctx, jail, s.Exe, s.Path, helperRequest{Mode: modeStatus, Base: s.Base, Known: s.published}, nil)
+	ans, err := s.ask(ctx, jail, helperRequest{Mode: modeStatus, Base: s.Base, Known: s.published}, nil)
 	if err != nil {
 		return Status{}, err
 	}
 	return Status{Uncommitted: ans.Changed, Unpublished: ans.Tip != "" && ans.Tip != s.published, Leftovers: ans.Leftovers}, nil
+}
+
+// ask asks the sandbox's git helper, started through jail at the first
+// request and kept for the next: a sandbox's requests must all give the
+// same jail. A helper that broke is dropped; one that was gone before it
+// was asked (it died between two requests) is replaced once.
+func (s *Sandbox) ask(ctx context.Context, jail Jail, req helperRequest, packOut io.Writer) (helperAnswer, error) {
+	for retry := true; ; retry = false {
+		fresh := s.helper == nil
+		if fresh {
+			h, err := startHelper(jail, s.Exe, s.Path)
+			if err != nil {
+				return helperAnswer{}, err
+			}
+			s.helper = h
+		}
+		ans, err := s.helper.ask(ctx, req, packOut)
+		var broken *brokenError
+		if !errors.As(err, &broken) {
+			return ans, err
+		}
+		err = errors.Join(err, s.helper.drop())
+		s.helper = nil
+		if fresh || !broken.unasked || !retry || ctx.Err() != nil {
+			return ans, err
+		}
+	}
+}
+
+// Close stops the sandbox's git helper, if one runs; a later request
+// starts another.
+func (s *Sandbox) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.helper == nil {
+		return nil
+	}
+	err := s.helper.close()
+	s.helper = nil
+	if err != nil {
+		return fmt.Errorf("stop spawn's git helper in %s: %w", s.Path, err)
+	}
+	return nil
 }
 
 // Commits lists the branch's commits since the base, oldest first, from

@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +43,7 @@ func newSandbox(t *testing.T) (*Sandbox, openJail) {
 	require.NoError(t, err)
 	sb, err := plan.Create(t.Context(), testExe(t))
 	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, sb.Close()) })
 	return sb, openJail{env}
 }
 
@@ -175,8 +178,18 @@ func TestAnUnverifiablePackMovesNothing(t *testing.T) {
 	cmd.Dir = other
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	answer := `{"tip":"` + tip + `","pack":true}`
-	forged := fakeHelper{script: "printf '%s\\n' '" + answer + "'; cat " + pack}
+	packed, err := os.ReadFile(pack)
+	require.NoError(t, err)
+	var said bytes.Buffer
+	said.WriteString(`{"tip":"` + tip + `","pack":true}` + "\n")
+	frames := &frameWriter{w: &said}
+	_, err = frames.Write(packed)
+	require.NoError(t, err)
+	require.NoError(t, frames.end())
+	said.WriteString("{}\n")
+	answer := filepath.Join(t.TempDir(), "answer")
+	require.NoError(t, os.WriteFile(answer, said.Bytes(), 0o644))
+	forged := fakeHelper{script: "cat " + answer + "; cat >/dev/null"}
 	_, err = sb.Save(t.Context(), forged, "spawn: nothing")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "could not be verified")
@@ -218,4 +231,72 @@ func TestDirtyIsAboutTheUsersChangesOnly(t *testing.T) {
 	if dirty, err := prepare("20261123-000000-0002").Dirty(); err != nil || !dirty {
 		t.Fatalf("with an untracked file of the user's: dirty %v, err %v; want dirty", dirty, err)
 	}
+}
+
+// countingJail is openJail that counts the helpers it starts.
+type countingJail struct {
+	openJail
+	starts *int
+}
+
+func (j countingJail) Confine(c proc.Cmd) proc.Cmd {
+	*j.starts++
+	return j.openJail.Confine(c)
+}
+
+// One git helper serves a sandbox's saves (a sandbox start each would cost
+// a bubblewrap): a pack larger than a frame arrives whole, a helper that
+// died between two saves is replaced, and Close leaves no helper running.
+func TestOneHelperServesTheSavesOfASandbox(t *testing.T) {
+	sb, open := newSandbox(t)
+	starts := 0
+	jail := countingJail{open, &starts}
+	ctx := t.Context()
+	big := make([]byte, 3*maxFrame+17)
+	for i := range big {
+		big[i] = byte(i*7919 + i/251) // little for zlib to fold
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(sb.Path, "big.bin"), big, 0o644))
+	first, err := sb.Save(ctx, jail, "big")
+	require.NoError(t, err)
+	require.NotEmpty(t, first.Committed)
+	assert.Equal(t, testenv.Git(t, sb.Repo.Dir, "hash-object", "--no-filters", filepath.Join(sb.Path, "big.bin")),
+		testenv.Git(t, sb.Repo.Dir, "rev-parse", sb.Branch+":big.bin"), "the user's repository holds the file whole")
+	testenv.Git(t, sb.Repo.Dir, "cat-file", "-e", sb.Branch+":big.bin")
+
+	for i := range 3 {
+		require.NoError(t, os.WriteFile(filepath.Join(sb.Path, fmt.Sprintf("f%d.txt", i)), []byte("x\n"), 0o644))
+		saved, err := sb.Save(ctx, jail, fmt.Sprintf("save %d", i))
+		require.NoError(t, err)
+		assert.Equal(t, saved.Committed, testenv.Git(t, sb.Repo.Dir, "rev-parse", sb.Branch))
+	}
+	assert.Equal(t, 1, starts, "one helper for every save")
+
+	// The helper dies between two saves: the next save starts another.
+	helper := sb.helper
+	helper.p.Kill()
+	<-helper.p.Done()
+	require.NoError(t, os.WriteFile(filepath.Join(sb.Path, "after.txt"), []byte("x\n"), 0o644))
+	saved, err := sb.Save(ctx, jail, "after a death")
+	require.NoError(t, err)
+	assert.Equal(t, saved.Committed, testenv.Git(t, sb.Repo.Dir, "rev-parse", sb.Branch))
+	assert.Equal(t, 2, starts)
+
+	// A save whose ctx ended kills the helper; the next one works.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = sb.Save(done, jail, "cancelled")
+	require.ErrorIs(t, err, context.Canceled)
+	st, err := sb.Inspect(ctx, jail)
+	require.NoError(t, err)
+	assert.Zero(t, st.Uncommitted)
+
+	helper = sb.helper
+	require.NoError(t, sb.Close())
+	select {
+	case <-helper.p.Done():
+	default:
+		t.Fatal("the helper runs on after Close")
+	}
+	assert.Nil(t, sb.helper)
 }
