@@ -197,7 +197,7 @@ type Sandbox struct {
 	mu        sync.Mutex  // guards published and helper
 	published string      // the branch's tip in the user's repository
 	helper    *helperConn // the git helper, kept for the next request; nil before the first
-	name      string     // who spawn commits as; "" for spawn itself
+	name      string      // who spawn commits as; "" for spawn itself
 	email     string
 }
 
