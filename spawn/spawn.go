@@ -338,6 +338,11 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 		r.emit(observability.Event{Kind: observability.EventNote, Text: dirtyNote(ctx, pre.plan.Repo, text.ShortSHA(sb.Base))})
 	}
 	r.initSubmodules(ctx)
+	// The git helper starts in its sandbox while the coder's first turn
+	// runs, ready for the save after it.
+	if err := sb.Start(conf.helperJail()); err != nil {
+		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("spawn's git helper did not start (%v); the first save starts it again", err)})
+	}
 	if !conf.report.Mode.Confines() {
 		r.emit(observability.Event{Kind: observability.EventWarning, Text: noSandboxWarning(conf.report)})
 	}

@@ -66,7 +66,7 @@ type helperAnswer struct {
 	HeadRef   string       `json:"head_ref"`  // what the store's HEAD names; "" when detached
 	Tip       string       `json:"tip"`       // the commit HEAD is at after the save; "" when none
 	Committed string       `json:"committed"` // the commit the helper made, "" when none
-	Commits   []git.Commit `json:"commits"`   // the store's commits since the base, oldest first, when Tip moved
+	Commits   []git.Commit `json:"commits"`   // the store's commits since Known, oldest first, when Tip moved
 	Changed   int          `json:"changed"`   // paths that differed from HEAD
 	Leftovers []string     `json:"leftovers"` // work in submodules the commit cannot hold
 	Pack      bool         `json:"pack"`      // a pack follows the line
@@ -261,8 +261,19 @@ func serve(ctx context.Context, req helperRequest) (ans helperAnswer, pack *proc
 	if ans.Tip == "" || ans.Tip == req.Known {
 		return ans, nil, nil
 	}
-	if ans.Commits, err = repo.Log(ctx, req.Base, ans.Tip); err != nil {
-		return ans, nil, fmt.Errorf("list the commits: %w", err)
+	switch {
+	case st.Head == req.Known && ans.Committed != "":
+		// The coder made no commit of its own: spawn's is the one new.
+		subject, _, _ := strings.Cut(strings.TrimSpace(req.Message), "\n")
+		ans.Commits = []git.Commit{{SHA: ans.Committed, Subject: subject}}
+	default:
+		since := req.Known
+		if !git.IsOID(since) {
+			since = req.Base
+		}
+		if ans.Commits, err = repo.Log(ctx, since, ans.Tip); err != nil {
+			return ans, nil, fmt.Errorf("list the commits: %w", err)
+		}
 	}
 	revs := ans.Tip + "\n"
 	for _, have := range []string{req.Known, req.Base} {

@@ -416,9 +416,9 @@ func (s *Sandbox) gone() error {
 
 // Saved is what Save found and did.
 type Saved struct {
-	// Own lists the store's commits since the base, oldest first, when its
-	// tip moved since Save last published it (the coder's own commits and
-	// spawn's); nil when it did not. The list comes from the coder's side:
+	// Own lists the store's commits since the tip Save last published,
+	// oldest first (the coder's own commits and spawn's); nil when the tip
+	// did not move. The list comes from the coder's side:
 	// the subjects are the coder's words.
 	Own []git.Commit
 	// Committed is the commit Save made of what the worktree held, "" when
@@ -537,6 +537,26 @@ func (s *Sandbox) ask(ctx context.Context, jail Jail, req helperRequest, packOut
 			return ans, err
 		}
 	}
+}
+
+// Start starts the sandbox's git helper through jail, if none runs, so
+// that the first request finds it ready: a run starts it while the
+// coder's first turn runs. It shares the coder's powers and no more.
+func (s *Sandbox) Start(jail Jail) error {
+	if s.Legacy {
+		return ErrLegacy
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.helper != nil {
+		return nil
+	}
+	h, err := startHelper(jail, s.Exe, s.Path)
+	if err != nil {
+		return err
+	}
+	s.helper = h
+	return nil
 }
 
 // Close stops the sandbox's git helper, if one runs; a later request
