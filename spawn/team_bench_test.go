@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
+	"github.com/infinite-improbability-drive/spawn/internal/demo"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
@@ -19,73 +19,102 @@ import (
 )
 
 // BenchmarkPingpongOverhead is what spawn adds to a two-round pingpong run
-// (coder, review, fix, review) beyond the agents' own time: the run's wall
-// time minus the wall time of every agent process in its command_lines.
-// Metrics: overhead-ms per agent process, overhead-% of the wall time, the
-// wall and agent times, and where the overhead goes: setup-ms before the
-// first agent, between-ms from one agent's end to the next one's start
-// (mean), finish-ms after the last.
+// (coder, review, fix, review: the demo's task) beyond the agents' own
+// time, for every coder with every reviewer of another family: the run's
+// wall time minus the wall time of every agent process in its
+// command_lines. Metrics: overhead-ms per agent process, overhead-% of
+// the wall time, the wall and agent times, and where the overhead goes:
+// setup-ms before the first agent, between-ms from one agent's end to the
+// next one's start (mean), finish-ms after the last.
 func BenchmarkPingpongOverhead(b *testing.B) {
-	claude, gemini := testenv.Claude(b), testenv.Gemini(b)
-	bug := finding("high", "technical_feasibility", "calc.go", 19, "Total starts from one")
-	srv := testenv.ModelServer(b, modelserver.Scenario{
-		Anthropic: []modelserver.Script{coderTurns(5)},
-		Gemini:    reviewRounds(answer("request_changes", nil, bug), answer("approve", []string{bug.ID})),
-	}, modelserver.WithMaxRequests(1<<20))
-	genv, err := srv.GeminiEnv(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Team.Mode = observability.ModePingpong
-	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
-	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
-	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = gemini })
-	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.MaxRetries = 0 })
-	env := append(testenv.Env(b, srv.ClaudeEnv()...), genv...)
-	var wall, agents, setup, between, finish time.Duration
-	procs := 0
-	for range b.N {
-		repo := testenv.Repo(b) // the fixture's git work is not spawn's
-		start := time.Now()
-		rec, err := Run(context.Background(), Options{Task: "add the total function", RepoDir: repo, Config: cfg, Env: env}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		end := time.Now()
-		wall += end.Sub(start)
-		if rec.Verdict != observability.VerdictApproved {
-			b.Fatalf("verdict %s, want approved", rec.Verdict)
-		}
-		// Where the overhead is: before the first agent (preflight and
-		// provisioning), between agents (a turn's git work, snapshots,
-		// prompts), after the last.
-		last := start
-		for i, cl := range rec.CommandLines {
-			d := time.Duration(cl.DurationMS) * time.Millisecond
-			agents += d
-			procs++
-			if i == 0 {
-				setup += cl.StartedAt.Sub(start)
-			} else {
-				between += cl.StartedAt.Sub(last)
+	reg := runners.NewRegistry()
+	bins := map[string]string{"claude": testenv.Claude(b), "codex": testenv.Codex(b), "gemini": testenv.Gemini(b)}
+	for _, coder := range reg.Adapters() {
+		for _, reviewer := range reg.Adapters() {
+			if coder.Family() == reviewer.Family() {
+				continue
 			}
-			last = cl.StartedAt.Add(d)
+			b.Run(coder.Name()+"-"+reviewer.Name(), func(b *testing.B) {
+				cfg := config.Default()
+				cfg.Team.Mode, cfg.Team.Coder, cfg.Team.Reviewers = observability.ModePingpong, coder.Name(), []string{reviewer.Name()}
+				for name, bin := range bins {
+					cfg.Runners.Edit(name, func(s *runners.Settings) { s.Command, s.MaxRetries = bin, 0 })
+				}
+				var o overhead
+				for range b.N {
+					b.StopTimer()
+					sc, err := demo.Scenario(coder.Provider().Route, reviewer.Provider().Route)
+					if err != nil {
+						b.Fatal(err)
+					}
+					srv := testenv.ModelServer(b, sc)
+					senv, err := srv.Env(b.TempDir())
+					if err != nil {
+						b.Fatal(err)
+					}
+					env := testenv.Env(b, senv...)
+					repo, err := demo.Repo(context.Background(), filepath.Join(b.TempDir(), "calc"), env)
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					start := time.Now()
+					rec, err := Run(context.Background(), Options{Task: demo.Task, RepoDir: repo.Dir, Config: cfg, Env: env}, nil)
+					end := time.Now()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if rec.Verdict != observability.VerdictApproved {
+						b.Fatalf("verdict %s, want approved", rec.Verdict)
+					}
+					o.add(start, end, rec.CommandLines)
+				}
+				o.report(b)
+			})
 		}
-		finish += end.Sub(last)
 	}
-	over := wall - agents
-	n := float64(b.N)
-	b.ReportMetric(float64(setup.Milliseconds())/n, "setup-ms")
-	if procs > b.N {
-		b.ReportMetric(float64(between.Milliseconds())/float64(procs-b.N), "between-ms")
+}
+
+// overhead adds up where a run's wall time went: the agents' processes,
+// and spawn's own time before the first, between two, and after the last.
+type overhead struct {
+	runs                                 int
+	procs                                int
+	wall, agents, setup, between, finish time.Duration
+}
+
+func (o *overhead) add(start, end time.Time, cls []observability.CommandLine) {
+	o.runs++
+	o.wall += end.Sub(start)
+	last := start
+	for i, cl := range cls {
+		d := time.Duration(cl.DurationMS) * time.Millisecond
+		o.agents += d
+		o.procs++
+		if i == 0 {
+			o.setup += cl.StartedAt.Sub(start)
+		} else {
+			o.between += cl.StartedAt.Sub(last)
+		}
+		last = cl.StartedAt.Add(d)
 	}
-	b.ReportMetric(float64(finish.Milliseconds())/n, "finish-ms")
-	b.ReportMetric(float64(over.Milliseconds())/float64(procs), "overhead-ms/proc")
-	b.ReportMetric(100*over.Seconds()/wall.Seconds(), "overhead-%")
-	b.ReportMetric(float64(wall.Milliseconds())/float64(b.N), "wall-ms")
-	b.ReportMetric(float64(agents.Milliseconds())/float64(b.N), "agents-ms")
-	b.ReportMetric(float64(procs)/float64(b.N), "procs")
+	o.finish += end.Sub(last)
+}
+
+func (o *overhead) report(b *testing.B) {
+	over := o.wall - o.agents
+	n := float64(o.runs)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
+	b.ReportMetric(ms(o.setup)/n, "setup-ms")
+	if o.procs > o.runs {
+		b.ReportMetric(ms(o.between)/float64(o.procs-o.runs), "between-ms")
+	}
+	b.ReportMetric(ms(o.finish)/n, "finish-ms")
+	b.ReportMetric(ms(over)/float64(o.procs), "overhead-ms/proc")
+	b.ReportMetric(100*over.Seconds()/o.wall.Seconds(), "overhead-%")
+	b.ReportMetric(ms(o.wall)/n, "wall-ms")
+	b.ReportMetric(ms(o.agents)/n, "agents-ms")
+	b.ReportMetric(float64(o.procs)/n, "procs")
 }
 
 // BenchmarkConcurrent8 is eight one-turn solo runs at once, each in a

@@ -148,15 +148,9 @@ func (l *loop) rounds(ctx context.Context, first int) (observability.Verdict, er
 		}
 		delta := round > 1
 		changed := head != l.reviewed
-		diff, err := l.diff(ctx, l.reviewed, head)
+		diff, whole, err := l.diffs(ctx, head, delta)
 		if err != nil {
 			return observability.VerdictNone, err
-		}
-		whole := diff // the whole change, for a full re-review's prompt
-		if delta {
-			if whole, err = l.diff(ctx, l.base, head); err != nil {
-				return observability.VerdictNone, err
-			}
 		}
 		openBefore := l.open()
 		if l.forge != nil {
@@ -275,6 +269,26 @@ func (l *loop) diff(ctx context.Context, from, to string) (string, error) {
 		d = d[:maxDiffBytes] + fmt.Sprintf("\n[spawn: the diff is cut here; it is %d bytes long]\n", len(d))
 	}
 	return d, nil
+}
+
+// diffs are what a round's reviewers see: the change since the last
+// review, and the whole change for a full re-review's prompt. From round
+// 2 (delta) they differ, and git makes both at once.
+func (l *loop) diffs(ctx context.Context, head string, delta bool) (diff, whole string, err error) {
+	if !delta {
+		diff, err = l.diff(ctx, l.reviewed, head)
+		return diff, diff, err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		diff, err = l.diff(gctx, l.reviewed, head)
+		return err
+	})
+	g.Go(func() (err error) {
+		whole, err = l.diff(gctx, l.base, head)
+		return err
+	})
+	return diff, whole, g.Wait()
 }
 
 // review runs every reviewer seat for the round, concurrently up to
