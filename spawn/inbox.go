@@ -106,16 +106,23 @@ func (r *run) recordMessages(cli seatCLI) {
 	r.readMessages(cli)
 }
 
-// stampSettle is how long after the stamp of the inbox's deliveries a read
-// must come for a later delivery to be sure to change the stamp: above the
-// coarsest clock of the file systems a run lives on (1 s: ext3, HFS+).
-const stampSettle = 2 * time.Second
+// settle is how long after stamp, a stamp of the inbox's deliveries, a
+// read must come for a later delivery to be sure to change the stamp: more
+// than the file system's clock tick. A stamp in whole seconds comes from a
+// coarse clock (ext3, HFS+: 1 s; FAT: 2 s); a finer one from the kernel's
+// clock, which ticks every few milliseconds.
+func settle(stamp time.Time) time.Duration {
+	if stamp.Nanosecond() == 0 {
+		return 3 * time.Second
+	}
+	return 50 * time.Millisecond
+}
 
 // recordNewMessages is recordMessages for each of the coder's progress
 // events, which come by the thousand: it reads the inbox only when a
 // delivery may have come since it last did: when the stamp of the inbox's
-// deliveries changed, or when that last read came less than stampSettle
-// after the stamp it saw (a delivery may then have left the stamp as it
+// deliveries changed, or when that last read came too soon after the stamp
+// it saw (see settle) (a delivery may then have left the stamp as it
 // was). A message is told before what the coder does with it, as when the
 // inbox was read at every event.
 func (r *run) recordNewMessages(cli seatCLI) {
@@ -129,13 +136,13 @@ func (r *run) recordNewMessages(cli seatCLI) {
 	}
 	readAt := time.Now()
 	r.readMessages(cli)
-	r.inboxRead = inboxRead{stamp: stamp, settled: err == nil && readAt.Sub(stamp) > stampSettle}
+	r.inboxRead = inboxRead{stamp: stamp, settled: err == nil && readAt.Sub(stamp) > settle(stamp)}
 }
 
 // inboxRead is what recordNewMessages saw when it last read the inbox.
 type inboxRead struct {
 	stamp   time.Time // the stamp of the inbox's deliveries, taken before the read
-	settled bool      // the read came stampSettle after it: a later delivery changes it
+	settled bool      // the read came settle(stamp) after it: a later delivery changes it
 }
 
 // readMessages is recordMessages, with r.msgs held.
