@@ -93,19 +93,35 @@ func refusals(out string) []string {
 // their letters has a case fold outside ASCII, as s and k have).
 var refusalStarts = [...]string{"read-only file ", "erof", "operation not permitted", "eperm"}
 
-// mayRefuse reports whether s holds, in any mix of ASCII cases, the start
-// of one of sandboxRefusal's phrases: false means the expression cannot
-// match s. It reads s once, byte by byte, without allocating.
+// refusalAnchors are, for each of refusalStarts, a byte of it that is rare
+// in text, in each case it may have, and where it is in it.
+var refusalAnchors = [...]struct {
+	b     byte
+	at    int
+	start string
+}{
+	{'-', 4, "read-only file "},
+	{'f', 3, "erof"}, {'F', 3, "erof"},
+	{'p', 1, "operation not permitted"}, {'P', 1, "operation not permitted"},
+	{'p', 1, "eperm"}, {'P', 1, "eperm"},
+}
+
+// mayRefuse reports whether s holds, in any mix of ASCII cases, one of
+// refusalStarts: false means sandboxRefusal cannot match s. It looks only
+// around the anchors, which it finds with strings.IndexByte, without
+// allocating: a tool output of megabytes is read at memory speed.
 func mayRefuse(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i] | 0x20 // a letter's lower case; a phrase starts with a letter
-		if c != 'r' && c != 'e' && c != 'o' {
-			continue
-		}
-		for _, p := range refusalStarts {
-			if p[0] == c && hasFoldPrefix(s[i:], p) {
+	for _, a := range refusalAnchors {
+		for i := 0; ; {
+			j := strings.IndexByte(s[i:], a.b)
+			if j < 0 {
+				break
+			}
+			j += i
+			if j >= a.at && hasFoldPrefix(s[j-a.at:], a.start) {
 				return true
 			}
+			i = j + 1
 		}
 	}
 	return false

@@ -3,6 +3,7 @@ package spawn
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,21 @@ func TestRefusalScanMissesNoCaseFold(t *testing.T) {
 			}
 		}
 	}
+	for _, a := range refusalAnchors {
+		assert.Equal(t, a.b|0x20, a.start[a.at]|0x20, "the anchor of %q", a.start)
+	}
+	for _, p := range refusalStarts {
+		var cases []byte
+		for _, a := range refusalAnchors {
+			if a.start == p {
+				cases = append(cases, a.b)
+			}
+		}
+		assert.NotEmpty(t, cases, "%q has no anchor", p)
+		if c := cases[0]; c|0x20 >= 'a' && c|0x20 <= 'z' {
+			assert.ElementsMatch(t, []byte{c | 0x20, c &^ 0x20}, cases, "the anchor of %q in both cases", p)
+		}
+	}
 	for _, s := range []string{"Read-Only File System", "rEaD-oNlY fIlE sYsTeM", "Operation Not Permitted", "EroFS", "ePeRm"} {
 		assert.True(t, mayRefuse("x: "+s), s)
 		assert.True(t, sandboxRefusal.MatchString("x: "+s), s)
@@ -79,4 +95,16 @@ func TestARefusedToolCallIsAFindingNamingTheCall(t *testing.T) {
 	require.NotNil(t, events[0].Security)
 	assert.Equal(t, observability.FindingSandboxBlocked, events[0].Security.Kind)
 	assert.Contains(t, events[0].Security.Description, "Bash `touch /usr/x`: touch: cannot touch '/usr/x': Read-only file system")
+}
+
+func BenchmarkMayRefuse(b *testing.B) {
+	src, err := os.ReadFile("turn.go") // Go source, as a Read returns it
+	require.NoError(b, err)
+	out := string(src)
+	b.SetBytes(int64(len(out)))
+	for b.Loop() {
+		if mayRefuse(out) {
+			b.Fatal("no refusal there")
+		}
+	}
 }
