@@ -38,7 +38,9 @@ import (
 // cat-MB/s, x-vs-cat (spawn's time over cat's), rss-MB (the peak resident
 // size of the spawn process, its VmHWM), base-ms (the same run with the recorded stream as it is, a
 // few KB: what a run costs without the stream) and load (the 1-minute load
-// average before the runs).
+// average before the runs). With SPAWN_BENCH_BASELINE naming another spawn
+// binary (one built from an older commit), each iteration runs it too, in
+// turn with this one, and baseline-MB/s is its figure.
 func BenchmarkStreamWhole(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("bubblewrap is Linux's")
@@ -53,6 +55,7 @@ func BenchmarkStreamWhole(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
+	baseline := os.Getenv("SPAWN_BENCH_BASELINE")
 	for _, cli := range streamCLIs() {
 		b.Run(cli.name, func(b *testing.B) {
 			// The agent's folder: its command's, which the sandbox shows it.
@@ -104,7 +107,7 @@ func BenchmarkStreamWhole(b *testing.B) {
 				}
 			}
 			load := loadAverage(b)
-			var spawnTime, catTime time.Duration
+			var spawnTime, catTime, baselineTime time.Duration
 			var rss int64
 			b.SetBytes(size)
 			b.ResetTimer()
@@ -113,6 +116,12 @@ func BenchmarkStreamWhole(b *testing.B) {
 				spawnTime += d
 				rss = max(rss, kb)
 				catTime += catTo(b, stream, filepath.Join(b.TempDir(), "copy"))
+				if baseline != "" {
+					old := *run
+					old.bin = baseline
+					d, _ := old.spawn(b, stream, size)
+					baselineTime += d
+				}
 			}
 			b.StopTimer()
 			n := float64(b.N)
@@ -122,6 +131,9 @@ func BenchmarkStreamWhole(b *testing.B) {
 			b.ReportMetric(float64(rss)/1024, "rss-MB")
 			b.ReportMetric(float64(base.Milliseconds()), "base-ms")
 			b.ReportMetric(load, "load")
+			if baseline != "" {
+				b.ReportMetric(float64(size)/1e6/(baselineTime.Seconds()/n), "baseline-MB/s")
+			}
 		})
 	}
 }
