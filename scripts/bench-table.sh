@@ -41,6 +41,7 @@ if [ "$SMOKE" = 1 ]; then
 	bench ./internal/cli 'BenchmarkLs1000Runs$'
 	bench ./spawn/sandbox 'BenchmarkWorktree$'
 	bench ./watcher 'BenchmarkStream$' @1MB SPAWN_BENCH_STREAM_MB=1
+	bench ./internal/cli 'BenchmarkStreamWhole$' @1MB SPAWN_BENCH_STREAM_MB=1
 else
 	bench ./spawn 'BenchmarkSoloRun$|BenchmarkPingpongOverhead$|BenchmarkConcurrent8$|BenchmarkReviewerBytes$|BenchmarkVersionStartup$|BenchmarkSeatTurn$'
 	bench ./spawn/runs 'BenchmarkList1000$'
@@ -49,9 +50,12 @@ else
 	bench ./watcher 'BenchmarkStream$' @1MB SPAWN_BENCH_STREAM_MB=1
 	bench ./watcher 'BenchmarkStream$' @100MB SPAWN_BENCH_STREAM_MB=100
 	BENCHTIME=1x bench ./watcher 'BenchmarkStream$' @1GB SPAWN_BENCH_STREAM_MB=1000
+	bench ./internal/cli 'BenchmarkStreamWhole$' @100MB SPAWN_BENCH_STREAM_MB=100
+	BENCHTIME=1x bench ./internal/cli 'BenchmarkStreamWhole$' @300MB SPAWN_BENCH_STREAM_MB=300
 fi
 
-echo "spawn benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, -benchtime $BENCHTIME"
+# The load average beside every figure: the machine may be shared.
+echo "spawn benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo n/a), -benchtime $BENCHTIME"
 echo
 awk '
 # A result line: BenchmarkName[/sub]-P  N  value unit  value unit ...
@@ -104,6 +108,18 @@ END {
 		k = "BenchmarkStream@" sz[i]
 		row("stream " sz[i] " MB/s vs cat", v(k, "MB/s"), v(k, "cat-MB/s"), "MB/s")
 		one("  peak RSS at " sz[i], v(k, "rss-MB"), "MB", has(k, "cat-rss-MB") ? fmt(v(k, "cat-rss-MB"), "MB") : "-")
+	}
+	# The whole spawn run process (bubblewrap, the watcher, the transcript,
+	# the events, the narration) against cat of the same bytes.
+	n = split("1MB 100MB 300MB", sz, " ")
+	nc = split("claude codex gemini", clis, " ")
+	for (i = 1; i <= n; i++) {
+		for (j = 1; j <= nc; j++) {
+			k = "BenchmarkStreamWhole@" sz[i] "/" clis[j]
+			row("spawn run, " clis[j] " stream " sz[i] " MB/s vs cat", v(k, "MB/s"), v(k, "cat-MB/s"), "MB/s")
+			one("  peak RSS of spawn, load " v(k, "load"), v(k, "rss-MB"), "MB", "-")
+			one("  the same run with the recorded stream alone", v(k, "base-ms"), "ms", "-")
+		}
 	}
 	row("8 concurrent solo runs vs 8 bare claude", ms("BenchmarkConcurrent8/spawn", "ns/op"), ms("BenchmarkConcurrent8/claude", "ns/op"), "ms")
 	k = "BenchmarkReviewerBytes"

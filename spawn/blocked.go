@@ -31,27 +31,34 @@ type blocked struct {
 	r     *run
 	who   agent
 	mu    sync.Mutex
-	calls map[string]string // tool call id -> what it was
+	calls map[string]*runners.ToolUse // tool call id -> the call, until its result
 }
 
-// event looks at one event of the agent's stream.
+// event looks at one event of the agent's stream. A call is described
+// only when it was refused, and forgotten when its result comes: a session
+// makes thousands.
 func (b *blocked) event(e runners.Event) {
 	switch e.Kind {
 	case runners.KindToolUse:
 		b.mu.Lock()
 		if b.calls == nil {
-			b.calls = map[string]string{}
+			b.calls = map[string]*runners.ToolUse{}
 		}
-		b.calls[e.ToolUse.ID] = describeCall(e.ToolUse)
+		b.calls[e.ToolUse.ID] = e.ToolUse
 		b.mu.Unlock()
 	case runners.KindToolResult:
+		b.mu.Lock()
+		tu := b.calls[e.ToolResult.ToolUseID]
+		delete(b.calls, e.ToolResult.ToolUseID)
+		b.mu.Unlock()
 		lines := refusals(e.ToolResult.Content)
 		if len(lines) == 0 {
 			return
 		}
-		b.mu.Lock()
-		call := b.calls[e.ToolResult.ToolUseID]
-		b.mu.Unlock()
+		call := ""
+		if tu != nil {
+			call = describeCall(tu)
+		}
 		b.r.blocked(b.who, call, lines)
 	}
 }
@@ -59,7 +66,10 @@ func (b *blocked) event(e runners.Event) {
 // refusals are the distinct lines of out that show a refusal, at most
 // maxRefusalLines.
 func refusals(out string) []string {
-	if !sandboxRefusal.MatchString(out) {
+	// Every tool output of the session passes here: the expression, which
+	// backtracks over the whole output, only runs on the few that may
+	// match.
+	if !mayRefuse(out) || !sandboxRefusal.MatchString(out) {
 		return nil
 	}
 	var lines []string
@@ -76,6 +86,63 @@ func refusals(out string) []string {
 		}
 	}
 	return lines
+}
+
+// refusalStarts are the starts of sandboxRefusal's phrases, in lower case:
+// a text it matches holds one of them in some mix of ASCII cases (none of
+// their letters has a case fold outside ASCII, as s and k have).
+var refusalStarts = [...]string{"read-only file ", "erof", "operation not permitted", "eperm"}
+
+// refusalAnchors are, for each of refusalStarts, a byte of it that is rare
+// in text, in each case it may have, and where it is in it.
+var refusalAnchors = [...]struct {
+	b     byte
+	at    int
+	start string
+}{
+	{'-', 4, "read-only file "},
+	{'f', 3, "erof"}, {'F', 3, "erof"},
+	{'p', 1, "operation not permitted"}, {'P', 1, "operation not permitted"},
+	{'p', 1, "eperm"}, {'P', 1, "eperm"},
+}
+
+// mayRefuse reports whether s holds, in any mix of ASCII cases, one of
+// refusalStarts: false means sandboxRefusal cannot match s. It looks only
+// around the anchors, which it finds with strings.IndexByte, without
+// allocating: a tool output of megabytes is read at memory speed.
+func mayRefuse(s string) bool {
+	for _, a := range refusalAnchors {
+		for i := 0; ; {
+			j := strings.IndexByte(s[i:], a.b)
+			if j < 0 {
+				break
+			}
+			j += i
+			if j >= a.at && hasFoldPrefix(s[j-a.at:], a.start) {
+				return true
+			}
+			i = j + 1
+		}
+	}
+	return false
+}
+
+// hasFoldPrefix reports whether s starts with lower, a lower-case ASCII
+// string, in any mix of ASCII cases.
+func hasFoldPrefix(s, lower string) bool {
+	if len(s) < len(lower) {
+		return false
+	}
+	for i := 0; i < len(lower); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // describeCall names a tool call for a finding: the tool and its command

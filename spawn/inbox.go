@@ -97,11 +97,56 @@ func (r *run) withMessages(prompt string, round int) string {
 }
 
 // recordMessages puts the messages delivered and not yet recorded on the
-// event stream, in the order they were delivered. It is called as the
-// coder works (each of its progress events) and when its turn ends.
+// event stream, in the order they were delivered. It is called when a
+// coder turn ends and when the run finishes; as the coder works,
+// recordNewMessages.
 func (r *run) recordMessages(cli seatCLI) {
 	r.msgs.Lock()
 	defer r.msgs.Unlock()
+	r.readMessages(cli)
+}
+
+// settle is how long after stamp, a stamp of the inbox's deliveries, a
+// read must come for a later delivery to be sure to change the stamp: more
+// than the file system's clock tick. A stamp in whole seconds comes from a
+// coarse clock (ext3, HFS+: 1 s; FAT: 2 s); a finer one from the kernel's
+// clock, which ticks every few milliseconds.
+func settle(stamp time.Time) time.Duration {
+	if stamp.Nanosecond() == 0 {
+		return 3 * time.Second
+	}
+	return 50 * time.Millisecond
+}
+
+// recordNewMessages is recordMessages for each of the coder's progress
+// events, which come by the thousand: it reads the inbox only when a
+// delivery may have come since it last did: when the stamp of the inbox's
+// deliveries changed, or when that last read came too soon after the stamp
+// it saw (see settle) (a delivery may then have left the stamp as it
+// was). A message is told before what the coder does with it, as when the
+// inbox was read at every event.
+func (r *run) recordNewMessages(cli seatCLI) {
+	r.msgs.Lock()
+	defer r.msgs.Unlock()
+	// The stamp is taken before the read: a delivery the read misses
+	// changes it.
+	stamp, err := r.dir.Inbox().DeliveredStamp()
+	if err == nil && r.inboxRead.settled && stamp.Equal(r.inboxRead.stamp) {
+		return
+	}
+	readAt := time.Now()
+	r.readMessages(cli)
+	r.inboxRead = inboxRead{stamp: stamp, settled: err == nil && readAt.Sub(stamp) > settle(stamp)}
+}
+
+// inboxRead is what recordNewMessages saw when it last read the inbox.
+type inboxRead struct {
+	stamp   time.Time // the stamp of the inbox's deliveries, taken before the read
+	settled bool      // the read came settle(stamp) after it: a later delivery changes it
+}
+
+// readMessages is recordMessages, with r.msgs held.
+func (r *run) readMessages(cli seatCLI) {
 	msgs, err := r.dir.Inbox().Delivered()
 	if err != nil {
 		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("cannot read the messages sent with spawn send: %v", err)})

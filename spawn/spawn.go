@@ -256,7 +256,8 @@ type run struct {
 
 	spend spend // the run's cost so far, coder and reviewers
 
-	msgs sync.Mutex // serialises recordMessages
+	msgs      sync.Mutex // serialises recordMessages and guards inboxRead
+	inboxRead inboxRead
 
 	mu       sync.Mutex
 	procs    int             // agent processes started so far, numbering the transcripts

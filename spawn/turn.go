@@ -282,7 +282,7 @@ func (l *sessionLog) progress(p observability.Progress) {
 	if l.who.role == observability.RoleCoder {
 		// A message a hook handed the coder is told as it is, before what
 		// the coder does with it.
-		l.r.recordMessages(l.r.pre.seats.coder)
+		l.r.recordNewMessages(l.r.pre.seats.coder)
 	}
 	l.emit(observability.Event{Kind: observability.EventAgent, Agent: &p, RunCostUSD: l.r.spend.update(l.spend, p.CostUSD)})
 }

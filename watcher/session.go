@@ -367,7 +367,7 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 		delete(t.tools, ev.ToolResult.ToolUseID)
 		// A failing test run is a result too; a call the CLI refused is not.
 		if tu != nil && ev.ToolResult.ErrorType == "" && tu.Kind == runners.ToolShell {
-			if cmd := tu.Command(); testCommand.MatchString(cmd) {
+			if cmd := tu.Command(); isTestCommand(cmd) {
 				t.tests = &testRun{cmd, ev.ToolResult.Content}
 			}
 		}
@@ -429,6 +429,22 @@ func (t *tracker) denials(res *runners.Result) []runners.Denial {
 	}
 	return t.refused
 }
+
+// isTestCommand reports whether cmd, a shell command, runs a project's
+// tests (testCommand). Every shell call of a session is asked: the
+// expression, which backtracks, only runs on a command that holds a word
+// every one of its alternatives holds.
+func isTestCommand(cmd string) bool {
+	for _, w := range testCommandWords {
+		if strings.Contains(cmd, w) {
+			return testCommand.MatchString(cmd)
+		}
+	}
+	return false
+}
+
+// testCommandWords are words of testCommand's alternatives: each holds one.
+var testCommandWords = [...]string{"test", "check", "jest", "rspec", "tox"}
 
 // testCommand matches a shell command that runs a project's tests.
 var testCommand = lazy.MustCompile(`(?:^|[\s;&|(])(?:go test|(?:npm|yarn|pnpm|bun)(?: run)? test|(?:python3? -m )?pytest|cargo test|make (?:test|check)|(?:\./)?gradlew? test|mvn test|npx (?:jest|vitest)|jest|vitest|(?:bundle exec )?rspec|ctest|tox|dotnet test|mix test)\b`)

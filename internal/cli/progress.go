@@ -17,10 +17,16 @@ import (
 // per notable event (notes, what the agent says, the tools it calls,
 // denials, escalations, questions and answers, review verdicts) and, on a
 // terminal, a live status line below them (phase, turn, files changed,
-// cost, elapsed) that is erased at the end.
+// cost, elapsed) that is erased at the end. What it prints reaches stderr
+// within narrateAfter, the lines of that time in one write: an agent that
+// streams makes thousands of events a second. A narration that cannot be
+// written is dropped and the run goes on: events.ndjson has it all.
 type progressLine struct {
 	mu      sync.Mutex
-	w       io.Writer
+	out     io.Writer    // stderr
+	w       bytes.Buffer // what waits for out
+	timer   *time.Timer  // writes w out, narrateAfter after it was first written to
+	armed   bool
 	live    bool // draw the status line (stderr is a terminal)
 	narrate bool // print what the agents do (notes are always printed)
 	role    string
@@ -33,8 +39,11 @@ type progressLine struct {
 	done    chan struct{}
 }
 
+// narrateAfter is how long a line of the narration may wait to be written.
+const narrateAfter = 5 * time.Millisecond
+
 func newProgressLine(w io.Writer, live, narrate bool) *progressLine {
-	p := &progressLine{w: w, live: live && narrate, narrate: narrate, start: time.Now(), done: make(chan struct{})}
+	p := &progressLine{out: w, live: live && narrate, narrate: narrate, start: time.Now(), done: make(chan struct{})}
 	if live {
 		p.ticker = time.NewTicker(time.Second)
 		go func() {
@@ -43,6 +52,7 @@ func newProgressLine(w io.Writer, live, narrate bool) *progressLine {
 				case <-p.ticker.C:
 					p.mu.Lock()
 					p.draw()
+					p.flush()
 					p.mu.Unlock()
 				case <-p.done:
 					return
@@ -61,7 +71,44 @@ func (p *progressLine) Close() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.timer != nil {
+		p.timer.Stop()
+	}
 	p.erase()
+	p.flush()
+}
+
+// Flush writes out what waits.
+func (p *progressLine) Flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flush()
+}
+
+// flush writes out what waits, with p.mu held.
+func (p *progressLine) flush() {
+	if p.w.Len() > 0 {
+		_, _ = p.out.Write(p.w.Bytes()) // dropped: see progressLine
+		p.w.Reset()
+	}
+}
+
+// later has what waits written out within narrateAfter, with p.mu held.
+func (p *progressLine) later() {
+	switch {
+	case p.w.Len() == 0 || p.armed:
+	case p.timer == nil:
+		p.armed = true
+		p.timer = time.AfterFunc(narrateAfter, func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.armed = false
+			p.flush()
+		})
+	default:
+		p.armed = true
+		p.timer.Reset(narrateAfter)
+	}
 }
 
 // Event takes one event of the run.
@@ -71,9 +118,9 @@ func (p *progressLine) Event(e observability.Event) {
 	p.erase()
 	switch {
 	case e.Kind == observability.EventNote:
-		fmt.Fprintf(p.w, "note: %s\n", e.Text)
+		fmt.Fprintf(&p.w, "note: %s\n", e.Text)
 	case e.Kind == observability.EventWarning:
-		fmt.Fprintf(p.w, "warning: %s\n", e.Text)
+		fmt.Fprintf(&p.w, "warning: %s\n", e.Text)
 	case e.Kind == observability.EventPhase && e.Phase == observability.PhaseSandbox:
 		p.sandbox = e.Text
 	case e.Kind == observability.EventResumed:
@@ -81,9 +128,9 @@ func (p *progressLine) Event(e observability.Event) {
 		if e.Resume.FromVerdict != "" && e.Resume.FromVerdict != "none" {
 			from = string(e.Resume.FromVerdict)
 		}
-		fmt.Fprintf(p.w, "note: resuming run %s in round %d (it ended %s)\n", e.Run, e.Resume.Round, strings.ReplaceAll(from, "_", " "))
+		fmt.Fprintf(&p.w, "note: resuming run %s in round %d (it ended %s)\n", e.Run, e.Resume.Round, strings.ReplaceAll(from, "_", " "))
 	case e.Kind == observability.EventMessage:
-		fmt.Fprintf(p.w, "  %-8s message from you delivered (%s): %s\n", "coder", e.Message.How, firstLine(e.Message.Text))
+		fmt.Fprintf(&p.w, "  %-8s message from you delivered (%s): %s\n", "coder", e.Message.How, firstLine(e.Message.Text))
 	case !p.narrate:
 	case e.Kind == observability.EventAgent:
 		ev := *e.Agent
@@ -94,25 +141,26 @@ func (p *progressLine) Event(e observability.Event) {
 			ev.Input = bytes.ReplaceAll(ev.Input, []byte(p.sandbox+"/"), nil)
 		}
 		if line := describe(ev); line != "" && !(e.Role == "reviewer" && ev.Kind == observability.ProgressText) {
-			fmt.Fprintf(p.w, "  %-8s %s\n", role, line)
+			fmt.Fprintf(&p.w, "  %-8s %s\n", role, line)
 		}
 		p.role, p.last = role, ev
 		p.cost = max(p.cost, e.RunCostUSD, ev.CostUSD)
 	case e.Kind == observability.EventReview:
 		for _, f := range e.Review.Feedback {
-			fmt.Fprintf(p.w, "  %-8s review: round %d, %s: %s, %s, %d resolved\n", "reviewer", e.Round, f.Domain, f.Verdict,
+			fmt.Fprintf(&p.w, "  %-8s review: round %d, %s: %s, %s, %d resolved\n", "reviewer", e.Round, f.Domain, f.Verdict,
 				text.Plural(len(f.Findings), "finding"), len(f.Resolved)+len(f.ResolvedByApproval))
 		}
 		if e.Review.Note != "" {
-			fmt.Fprintf(p.w, "  %-8s %s\n", "spawn", e.Review.Note)
+			fmt.Fprintf(&p.w, "  %-8s %s\n", "spawn", e.Review.Note)
 		}
 	}
 	p.draw()
+	p.later()
 }
 
 func (p *progressLine) erase() {
 	if p.live && p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
+		fmt.Fprint(&p.w, "\r\033[K")
 		p.shown = false
 	}
 }
@@ -123,7 +171,7 @@ func (p *progressLine) draw() {
 	}
 	p.erase()
 	ev := p.last
-	fmt.Fprintf(p.w, "spawn: %s · turn %d · %d files changed · $%.4f · %s",
+	fmt.Fprintf(&p.w, "spawn: %s · turn %d · %d files changed · $%.4f · %s",
 		p.role, ev.Turns, ev.Files, p.cost, time.Since(p.start).Round(time.Second))
 	p.shown = true
 }

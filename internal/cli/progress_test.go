@@ -3,10 +3,15 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 )
@@ -54,10 +59,47 @@ func TestStatusLineShowsTheRunsRunningTotalThatNeverGoesDown(t *testing.T) {
 	// The reviewer's own session starts at $0; the run's total goes on.
 	p.Event(observability.Event{Kind: observability.EventAgent, Role: observability.RoleReviewer, RunCostUSD: 0.0215,
 		Agent: &observability.Progress{Kind: observability.ProgressTool, Tool: "read_file", Turns: 1, CostUSD: 0.0015}})
+	p.Flush()
 	assert.Contains(t, buf.String(), "spawn: reviewer · turn 1 · 0 files changed · $0.0215")
 	buf.Reset()
 	p.Event(observability.Event{Kind: observability.EventAgent, Role: observability.RoleReviewer, RunCostUSD: 0.021,
 		Agent: &observability.Progress{Kind: observability.ProgressTool, Tool: "glob", Turns: 1, CostUSD: 0.001}})
 	p.Close()
 	assert.Contains(t, buf.String(), "$0.0215", "the running total does not go down")
+}
+
+// A person watching a run sees each line within milliseconds, without
+// waiting for the run's end, and every line of a burst, in order.
+func TestTheNarrationShowsEachLineSoonAndInOrder(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	p := newProgressLine(lockedWriter{&mu, &buf}, false, true)
+	p.Event(agentEvent(observability.Progress{Kind: observability.ProgressTool, Tool: "Bash", Input: []byte(`{"command":"go test ./..."}`)}))
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(buf.String(), "coder    tool:   Bash go test ./...\n")
+	}, 5*time.Second, time.Millisecond)
+	for i := range 1000 {
+		p.Event(agentEvent(observability.Progress{Kind: observability.ProgressText, Detail: fmt.Sprintf("line %d", i)}))
+	}
+	p.Close()
+	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	require.Len(t, lines, 1001)
+	for i, l := range lines[1:] {
+		require.Equal(t, fmt.Sprintf("  coder    says:   line %d", i), l)
+	}
+}
+
+// lockedWriter is a writer that a test reads while another goroutine
+// writes to it.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }

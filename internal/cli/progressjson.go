@@ -129,6 +129,7 @@ type groupedProgress struct {
 // Event opens a new group on each phase, then narrates e.
 func (g *groupedProgress) Event(e observability.Event) {
 	if e.Kind == observability.EventPhase {
+		g.narration.Flush() // the last group's lines go in it
 		if g.open {
 			fmt.Fprintln(g.w, "::endgroup::")
 		}

@@ -218,6 +218,22 @@ func readDelivery(root *os.Root, name string) (*time.Time, observability.Deliver
 	return &d.At, d.How, max(d.Round, 0)
 }
 
+// DeliveredStamp is the modification time of the inbox's deliveries
+// (its delivered directory), which every delivery changes: a delivery
+// creates a file there. It is only as fine as the file system's clock
+// (milliseconds, seconds on some): deliveries that close together may
+// leave one stamp. An inbox without deliveries yet has the zero time.
+func (in *Inbox) DeliveredStamp() (time.Time, error) {
+	fi, err := os.Stat(in.DeliveredDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read the inbox %s: %w", in.dir, err)
+	}
+	return fi.ModTime(), nil
+}
+
 // Delivered returns the delivered messages, oldest first. An inbox that
 // does not exist has none.
 func (in *Inbox) Delivered() ([]observability.Message, error) {

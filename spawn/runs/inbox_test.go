@@ -154,3 +154,28 @@ func TestADeliveryIsOnlyAClaimAboutTiming(t *testing.T) {
 	_, err = in.Message("config")
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
+
+// A delivery changes the stamp of the inbox's deliveries, which the run
+// watches as the coder works instead of reading the inbox at every event.
+func TestADeliveryChangesTheDeliveredStamp(t *testing.T) {
+	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	stamp, err := in.DeliveredStamp()
+	require.NoError(t, err)
+	assert.True(t, stamp.IsZero(), "an inbox never written to has no stamp")
+	_, err = in.Post("use tabs", time.Now())
+	require.NoError(t, err)
+	// The stamp as a read long ago saw it: a delivery now must change it,
+	// however coarse the file system's clock.
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	require.NoError(t, os.Chtimes(in.DeliveredDir(), old, old))
+	stamp, err = in.DeliveredStamp()
+	require.NoError(t, err)
+	assert.True(t, stamp.Equal(old))
+
+	taken, err := in.Take(time.Now(), observability.DeliveryToolCall, 1)
+	require.NoError(t, err)
+	require.Len(t, taken, 1)
+	after, err := in.DeliveredStamp()
+	require.NoError(t, err)
+	assert.False(t, after.Equal(old), "the delivery left the stamp as it was")
+}

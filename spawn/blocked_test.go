@@ -1,0 +1,110 @@
+package spawn
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
+)
+
+// TestSandboxRefusalsAreFoundInToolOutput: the lines of a tool's output
+// that show the sandbox refused it are found, in any case, and an output
+// without one is let through by the quick scan, before any expression runs.
+func TestSandboxRefusalsAreFoundInToolOutput(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		want []string
+	}{
+		{"ok\n", nil},
+		{"touch: cannot touch '/usr/x': Read-only file system\n", []string{"touch: cannot touch '/usr/x': Read-only file system"}},
+		{"mount: /mnt: OPERATION NOT PERMITTED.\nmount: /mnt: operation not permitted.\n", []string{"mount: /mnt: OPERATION NOT PERMITTED.", "mount: /mnt: operation not permitted."}},
+		{"open /etc/x: erofs\n  write: EPERM (1)\n", []string{"open /etc/x: erofs", "write: EPERM (1)"}},
+		{"the erofsx and epermit words are not errno names", nil},
+		{"a read-only file that is fine", nil},
+		{strings.Repeat("return read(); operation ", 1000), nil},
+	} {
+		assert.Equal(t, tc.want, refusals(tc.out), "%.60q", tc.out)
+		if !mayRefuse(tc.out) {
+			assert.False(t, sandboxRefusal.MatchString(tc.out), "the quick scan let through %.60q, which the expression matches", tc.out)
+		}
+	}
+	assert.False(t, mayRefuse(strings.Repeat("an ordinary line of test output\n", 100)))
+}
+
+// TestRefusalScanMissesNoCaseFold: the quick scan folds ASCII case only,
+// which is all sandboxRefusal's (?i) folds in its phrases' starts: no
+// letter of them has a fold outside ASCII (as s has ſ and k the Kelvin
+// sign).
+func TestRefusalScanMissesNoCaseFold(t *testing.T) {
+	for _, p := range refusalStarts {
+		for _, r := range p {
+			for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+				assert.Less(t, f, rune(unicode.MaxASCII+1), "%q in %q folds to %q", r, p, f)
+			}
+		}
+	}
+	for _, a := range refusalAnchors {
+		assert.Equal(t, a.b|0x20, a.start[a.at]|0x20, "the anchor of %q", a.start)
+	}
+	for _, p := range refusalStarts {
+		var cases []byte
+		for _, a := range refusalAnchors {
+			if a.start == p {
+				cases = append(cases, a.b)
+			}
+		}
+		assert.NotEmpty(t, cases, "%q has no anchor", p)
+		if c := cases[0]; c|0x20 >= 'a' && c|0x20 <= 'z' {
+			assert.ElementsMatch(t, []byte{c | 0x20, c &^ 0x20}, cases, "the anchor of %q in both cases", p)
+		}
+	}
+	for _, s := range []string{"Read-Only File System", "rEaD-oNlY fIlE sYsTeM", "Operation Not Permitted", "EroFS", "ePeRm"} {
+		assert.True(t, mayRefuse("x: "+s), s)
+		assert.True(t, sandboxRefusal.MatchString("x: "+s), s)
+	}
+}
+
+// A tool call the sandbox refused becomes a sandbox_blocked finding that
+// names the call, however many calls the session made before it; a call
+// is forgotten once its result came.
+func TestARefusedToolCallIsAFindingNamingTheCall(t *testing.T) {
+	var events []observability.Event
+	r := &run{sb: &sandbox.Sandbox{Path: "/work"}, events: &stream{now: time.Now, sinks: []Sink{SinkFunc(func(e observability.Event) { events = append(events, e) })}}}
+	b := &blocked{r: r, who: agent{cli: "claude", role: observability.RoleCoder}}
+	for i := range 1000 {
+		id := fmt.Sprintf("t%d", i)
+		b.event(runners.Event{Kind: runners.KindToolUse, ToolUse: &runners.ToolUse{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"go test ./..."}`)}})
+		b.event(runners.Event{Kind: runners.KindToolResult, ToolResult: &runners.ToolResult{ToolUseID: id, Content: "ok"}})
+	}
+	assert.Empty(t, b.calls, "the calls with a result are forgotten")
+	assert.Empty(t, events)
+
+	b.event(runners.Event{Kind: runners.KindToolUse, ToolUse: &runners.ToolUse{ID: "w", Name: "Bash", Input: json.RawMessage(`{"command":"touch /usr/x"}`)}})
+	b.event(runners.Event{Kind: runners.KindToolResult, ToolResult: &runners.ToolResult{ToolUseID: "w", Content: "touch: cannot touch '/usr/x': Read-only file system\n"}})
+	require.Len(t, events, 2)
+	require.NotNil(t, events[0].Security)
+	assert.Equal(t, observability.FindingSandboxBlocked, events[0].Security.Kind)
+	assert.Contains(t, events[0].Security.Description, "Bash `touch /usr/x`: touch: cannot touch '/usr/x': Read-only file system")
+}
+
+func BenchmarkMayRefuse(b *testing.B) {
+	src, err := os.ReadFile("turn.go") // Go source, as a Read returns it
+	require.NoError(b, err)
+	out := string(src)
+	b.SetBytes(int64(len(out)))
+	for b.Loop() {
+		if mayRefuse(out) {
+			b.Fatal("no refusal there")
+		}
+	}
+}
