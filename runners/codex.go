@@ -322,10 +322,9 @@ type codexItem struct {
 type codexStream struct {
 	model     string
 	threadID  string
-	text      strings.Builder
+	text      sessionText
 	turns     int
 	inTurn    bool
-	textTurn  int
 	started   map[string]bool // tool items whose KindToolUse was emitted
 	errors    []string        // error items and error lines, in order
 	retryLine int             // "Reconnecting..." lines seen
@@ -363,7 +362,7 @@ type codexStream struct {
 //     codexHTTPStatus).
 //
 // The result's Text is the agent messages, joined by a blank line between
-// model turns; NumTurns counts model turns (runs of messages and tool
+// model turns (its last MiB: see sessionText); NumTurns counts model turns (runs of messages and tool
 // starts ended by tool results); Usage is turn.completed's, which codex
 // 0.171.0 counts over the whole thread: a resumed turn's Usage includes
 // every earlier turn of its thread (Result.UsageCumulative is set).
@@ -482,11 +481,7 @@ func (s *codexStream) itemCompleted(it *codexItem, emit func(Event)) {
 			s.turns++
 			s.inTurn = true
 		}
-		if s.text.Len() > 0 && s.textTurn != s.turns {
-			s.text.WriteString("\n\n")
-		}
-		s.text.WriteString(it.Text)
-		s.textTurn = s.turns
+		s.text.add(s.turns, it.Text)
 		emit(Event{Kind: KindText, Message: it.ID, Text: it.Text})
 	case it.Type == "error":
 		if it.Message != "" {

@@ -150,10 +150,9 @@ type geminiError struct {
 // geminiStream is the state Parse keeps between lines to build the result.
 type geminiStream struct {
 	sessionID  string
-	text       strings.Builder
+	text       sessionText
 	turns      int  // model turns seen: runs of text and tool calls between tool results
 	inTurn     bool // the last line was model output
-	textTurn   int  // the turn the text so far ends in
 	errorLines []string
 	done       bool // the result line was seen: later lines are ignored
 }
@@ -167,7 +166,7 @@ type geminiStream struct {
 //
 // The result is built from the whole stream: Text is the assistant chunks
 // concatenated within a model turn and separated by a blank line between
-// turns; SessionID comes from init; NumTurns counts model turns (runs of
+// turns (its last MiB: see sessionText); SessionID comes from init; NumTurns counts model turns (runs of
 // assistant text and tool calls, ended by tool results), since the stream
 // reports no request count; IsError is status != "success". The CLI's
 // "error" lines ({"type":"error","severity":"error"|"warning","message":...})
@@ -210,11 +209,7 @@ func (s *geminiStream) line(l *geminiLine, emit func(Event)) {
 			return
 		}
 		s.modelOutput()
-		if s.text.Len() > 0 && s.textTurn != s.turns {
-			s.text.WriteString("\n\n")
-		}
-		s.text.WriteString(l.Content)
-		s.textTurn = s.turns
+		s.text.add(s.turns, l.Content)
 		emit(Event{Kind: KindText, Text: l.Content})
 	case "tool_use":
 		s.modelOutput()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // readerBufferSize is the initial buffer of the line reader. Longer lines are
@@ -96,4 +97,49 @@ func joinRules(flag string, rules ...[]string) (string, error) {
 		}
 	}
 	return strings.Join(all, ","), nil
+}
+
+// maxSessionText is how much of an agent's text a Result keeps.
+const maxSessionText = 1 << 20
+
+// sessionText is an agent's text over a session, as a Result's Text: the
+// chunks of a model turn together, a blank line between turns, and at most
+// the last maxSessionText bytes of it, so that a long session's memory
+// stays flat (its events carried every chunk as it came).
+type sessionText struct {
+	b    []byte
+	turn int  // the model turn the text so far ends in
+	cut  bool // the text's start was dropped
+}
+
+// add appends a chunk of model turn turn.
+func (t *sessionText) add(turn int, chunk string) {
+	if len(t.b) > 0 && t.turn != turn {
+		t.b = append(t.b, "\n\n"...)
+	}
+	t.b, t.turn = append(t.b, chunk...), turn
+	if len(t.b) > 2*maxSessionText {
+		t.b, t.cut = append(t.b[:0], tail(t.b, maxSessionText)...), true
+	}
+}
+
+func (t *sessionText) String() string {
+	if !t.cut && len(t.b) <= maxSessionText {
+		return string(t.b)
+	}
+	return "[spawn: the start of the agent's text is cut here]\n" + string(tail(t.b, maxSessionText))
+}
+
+// tail is the last n bytes of b at most, starting on a UTF-8 character.
+func tail(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	b = b[len(b)-n:]
+	for i := 0; i < len(b) && i < utf8.UTFMax; i++ {
+		if utf8.RuneStart(b[i]) {
+			return b[i:]
+		}
+	}
+	return b
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -121,5 +122,33 @@ func TestParseEmitsOneResultAtMost(t *testing.T) {
 			require.Len(t, events, 1)
 			assert.Equal(t, "success", last.Result.Subtype)
 		})
+	}
+}
+
+// A session's text in a Result keeps its last MiB, whole characters, so a
+// long session's memory stays flat; a short one is whole.
+func TestASessionsTextKeepsItsEnd(t *testing.T) {
+	var short sessionText
+	short.add(1, "one")
+	short.add(1, " more")
+	short.add(2, "two")
+	if got := short.String(); got != "one more\n\ntwo" {
+		t.Fatalf("short text %q", got)
+	}
+	var long sessionText
+	chunk := strings.Repeat("é", 1000) // two bytes each
+	for i := range 3000 {
+		long.add(i, chunk)
+	}
+	long.add(3000, "the end")
+	got := long.String()
+	if len(got) > maxSessionText+100 || !strings.HasSuffix(got, chunk+"\n\nthe end") || !strings.HasPrefix(got, "[spawn: the start of the agent's text is cut here]\n") {
+		t.Fatalf("long text: %d bytes, starts %q, ends %q", len(got), got[:80], got[len(got)-20:])
+	}
+	if !utf8.ValidString(got) {
+		t.Fatal("the cut split a character")
+	}
+	if cap(long.b) > 4*maxSessionText {
+		t.Fatalf("the text holds %d bytes", cap(long.b))
 	}
 }
