@@ -126,5 +126,7 @@ func startRun(t *testing.T, opts Options) *run {
 	require.NoError(t, err)
 	r, err := begin(context.Background(), opts, pre, id, opts.Now(), nil)
 	require.NoError(t, err)
+	// The run is never finished: its git helper stops with the test.
+	t.Cleanup(func() { assert.NoError(t, r.sb.Close()) })
 	return r
 }
