@@ -115,7 +115,11 @@ func NewRecorder(path string, h CassetteHeader, limit int64, redact func(string)
 	r := &Recorder{limit: limit, redact: redact, full: full, wake: make(chan struct{}, 1), done: make(chan struct{}),
 		f: f, last: map[string]Exchange{}}
 	r.counted = &countingWriter{w: f}
-	r.gz = gzip.NewWriter(r.counted)
+	// BestSpeed: every run records, and at the default level compressing a
+	// solo run's few exchanges took a sixth of spawn's own CPU time.
+	if r.gz, err = gzip.NewWriterLevel(r.counted, gzip.BestSpeed); err != nil {
+		return nil, errors.Join(fmt.Errorf("relay: %w", err), f.Close())
+	}
 	h.Schema = CassetteSchema
 	lits := map[string]string{}
 	for k, v := range h.Context.Literals {
