@@ -68,6 +68,7 @@ function ms(k, u) { return has(k, u) ? m[k, u] / 1e6 : "" }
 function v(k, u) { return has(k, u) ? m[k, u] : "" }
 function fmt(x, unit) {
 	if (x == "") return "n/a"
+	if (unit == "text") return x
 	if (unit == "x") return sprintf("%.2f", x)
 	if (x >= 100) return sprintf("%.0f %s", x, unit)
 	return sprintf("%.1f %s", x, unit)
@@ -94,14 +95,19 @@ END {
 		row("coder turn: " cli[i] " under spawn vs bare", ms(k "/spawn", "ns/op"), ms(k "/bare", "ns/op"), "ms")
 		one("  of it, spawn itself (setup, commit, finish)", v(k "/spawn", "spawn-ms"), "ms", "-")
 	}
-	p = "BenchmarkPingpongOverhead"
-	row("pingpong run (2 rounds) wall vs agents own time", v(p, "wall-ms"), v(p, "agents-ms"), "ms")
-	one("  overhead per agent process", v(p, "overhead-ms/proc"), "ms", "-")
-	one("  overhead, % of the wall time", v(p, "overhead-%"), "%", "-")
-	one("  before the first agent (preflight, worktree)", v(p, "setup-ms"), "ms", "-")
-	one("  between two agents (turn git, prompts)", v(p, "between-ms"), "ms", "-")
-	one("  after the last agent", v(p, "finish-ms"), "ms", "-")
+	# Every coder with every reviewer of another family, two rounds each.
+	np = split("claude-codex claude-gemini codex-claude codex-gemini gemini-claude gemini-codex", pairs, " ")
+	for (i = 1; i <= np; i++) {
+		p = "BenchmarkPingpongOverhead/" pairs[i]
+		split(pairs[i], seat, "-")
+		row("pingpong " seat[1] " coding, " seat[2] " reviewing: wall vs agents", v(p, "wall-ms"), v(p, "agents-ms"), "ms")
+		one("  spawn's own time per agent process", v(p, "overhead-ms/proc"), "ms", "10 ms")
+		one("  spawn's own time, % of the wall time", v(p, "overhead-%"), "%", "2 %")
+		one("  before the first agent / between two / after the last", \
+			(has(p, "setup-ms") ? sprintf("%.0f / %.0f / %.0f ms", v(p, "setup-ms"), v(p, "between-ms"), v(p, "finish-ms")) : ""), "text", "-")
+	}
 	row("provisioning (worktree) vs git worktree add", ms("BenchmarkWorktree/spawn", "ns/op"), ms("BenchmarkWorktree/git", "ns/op"), "ms")
+	row("per-turn git, 300 files, vs raw git", v("BenchmarkTurnCommit/small", "spawn-ms"), v("BenchmarkTurnCommit/small", "git-ms"), "ms")
 	row("per-turn git, 50k files, vs raw git", v("BenchmarkTurnCommit/50k", "spawn-ms"), v("BenchmarkTurnCommit/50k", "git-ms"), "ms")
 	n = split("1MB 100MB 1GB", sz, " ")
 	for (i = 1; i <= n; i++) {
