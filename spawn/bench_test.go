@@ -64,7 +64,7 @@ func helloTurn(b *testing.B) (claude string, env []string, cfg config.Config) {
 		{Text: "Done."},
 	}}}}
 	srv := testenv.ModelServer(b, sc, modelserver.WithMaxRequests(1<<20))
-	cfg = config.Default()
+	cfg = testConfig()
 	cfg.Team.Mode = observability.ModeSolo
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })

@@ -13,7 +13,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
@@ -95,7 +94,7 @@ func TestUnwritableRegistryCreatesNothing(t *testing.T) {
 	repo := testenv.Repo(t)
 	require.NoError(t, os.MkdirAll(filepath.Join(repo, sandbox.Dir), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(repo, sandbox.Dir, "runs"), nil, 0o644))
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Mode = observability.ModeSolo
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = "git" }) // any binary: the checks come first
 	rec, err := Run(t.Context(), Options{Task: "do it", RepoDir: repo, Config: cfg, Env: testenv.Env(t)}, nil)

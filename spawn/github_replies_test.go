@@ -307,7 +307,7 @@ func (f prFixture) fixPR(t *testing.T, sc modelserver.Scenario, tweak func(*conf
 	srv := testenv.ModelServer(t, sc)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command, s.MaxRetries = testenv.Claude(t), 0 })
 	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command, s.MaxRetries = testenv.Gemini(t), 0 })
 	cfg.Spawn.IdleTimeout, cfg.Spawn.TotalTimeout = time.Minute, 3*time.Minute
@@ -446,7 +446,7 @@ func TestSpawnPRChecksItsFixBeforeItSaysFixed(t *testing.T) {
 	conforms(t, f.repo, rec.ID)
 
 	// spawn resume does not take a pr run up, and says what to do instead.
-	again, err := Resume(context.Background(), ResumeOptions{Ref: rec.ID, Config: config.Default(), RepoDir: f.repo, Env: testenv.Env(t)}, nil)
+	again, err := Resume(context.Background(), ResumeOptions{Ref: rec.ID, Config: testConfig(), RepoDir: f.repo, Env: testenv.Env(t)}, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), fmt.Sprintf("spawn pr %d", f.pr))
 	validRecord(t, again)

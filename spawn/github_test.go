@@ -19,7 +19,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/prompts"
 	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 )
 
@@ -54,7 +53,7 @@ func runGitHub(t testing.TB, sc modelserver.Scenario, bot []githubfake.UserOptio
 	srv := testenv.ModelServer(t, sc)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Mode = observability.ModeGitHub
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
 	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = gemini })
@@ -224,7 +223,7 @@ func TestGitHubModeWithoutATokenCreatesNothing(t *testing.T) {
 	repo := testenv.Repo(t)
 	require.NoError(t, gh.AddRepo(ghOwner, ghRepo, "main", githubfake.SeedFrom(repo)))
 	testenv.Git(t, repo, "remote", "add", "origin", gh.RemoteURL(ghOwner, ghRepo))
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Mode = observability.ModeGitHub
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = testenv.Claude(t) })
 	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = testenv.Gemini(t) })
@@ -317,7 +316,7 @@ func TestSpawnPRFixesATrustedReviewAndLeavesTheRestAlone(t *testing.T) {
 	srv := testenv.ModelServer(t, sc)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command, s.MaxRetries = testenv.Claude(t), 0 })
 	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command, s.MaxRetries = testenv.Gemini(t), 0 })
 	cfg.Spawn.IdleTimeout, cfg.Spawn.TotalTimeout = time.Minute, 3*time.Minute

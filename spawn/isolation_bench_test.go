@@ -7,7 +7,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 )
 
@@ -18,7 +17,7 @@ func BenchmarkSoloTurnIsolation(b *testing.B) {
 	claude, env, _ := helloTurn(b)
 	for _, mode := range []isolation.Mode{isolation.ModeNone, isolation.ModeBwrap} {
 		b.Run(string(mode), func(b *testing.B) {
-			cfg := config.Default()
+			cfg := testConfig()
 			cfg.Team.Mode = observability.ModeSolo
 			cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
 			cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })

@@ -332,7 +332,7 @@ func TestUserChosenBranchIsStillTheOnlyRefTheRunMoves(t *testing.T) {
 	srv := testenv.ModelServer(t, sc)
 	repo := testenv.Repo(t)
 	main := testenv.Git(t, repo, "rev-parse", "main")
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Mode = observability.ModeSolo
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = testenv.Claude(t) })
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })

@@ -345,7 +345,7 @@ func runTeamIn(t testing.TB, makeRepo func() string, mode observability.Mode, sc
 	srv := testenv.ModelServer(t, sc)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Mode = mode
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude; s.MaxRetries = 0 })
 	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = gemini; s.MaxRetries = 0 })

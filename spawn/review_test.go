@@ -40,7 +40,7 @@ func runTeam(t testing.TB, mode observability.Mode, sc modelserver.Scenario, twe
 	srv := testenv.ModelServer(t, sc)
 	genv, err := srv.GeminiEnv(t.TempDir())
 	require.NoError(t, err)
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Mode = mode
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })

@@ -15,7 +15,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
 // reviewRound is what one review round of a pingpong run sent the model.
@@ -88,7 +87,7 @@ func fiveRoundPingpong(tb testing.TB) []reviewRound {
 	srv := testenv.ModelServer(tb, modelserver.Scenario{Anthropic: []modelserver.Script{coder}, Gemini: reviewer})
 	genv, err := srv.GeminiEnv(tb.TempDir())
 	require.NoError(tb, err)
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Mode = observability.ModePingpong
 	cfg.Team.MaxIterations = rounds
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })

@@ -18,7 +18,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
 	"github.com/infinite-improbability-drive/spawn/team"
@@ -42,7 +41,7 @@ func reviewerRun(t *testing.T, sc modelserver.Scenario, maxRetries int) (*run, *
 	// Keep only the login in the user's settings: no maxAttempts there.
 	require.NoError(t, os.WriteFile(filepath.Join(home, ".gemini", "settings.json"),
 		[]byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}}}`), 0o644))
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
 	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = gemini })
 	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.MaxRetries = maxRetries })

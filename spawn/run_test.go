@@ -79,7 +79,7 @@ func runSoloAt(t *testing.T, repo string, sc modelserver.Scenario, task string, 
 	claude := testenv.Claude(t)
 	srv := testenv.ModelServer(t, sc)
 	r := &soloRun{repo: repo, srv: srv}
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Mode = observability.ModeSolo
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
@@ -287,7 +287,7 @@ func notes(into *[]string) Sink {
 
 func TestBadInputCreatesNothing(t *testing.T) {
 	env := testenv.Env(t)
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = "git" }) // any binary: the checks come first
 	ctx := context.Background()
 
@@ -358,7 +358,7 @@ func TestUncommittedChangesAreNotedAndLeftAlone(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(repo, "scratch.txt"), []byte("mine\n"), 0o644))
 	before := snapshot(t, repo)
 
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Mode = observability.ModeSolo
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })

@@ -11,7 +11,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
 // writeTurn is one file write, in the tool shape of the CLI that calls
@@ -39,7 +38,7 @@ func BenchmarkSeatTurn(b *testing.B) {
 		}
 		env := testenv.Env(b, senv...)
 		bin := map[string]string{"claude": testenv.Claude(b), "codex": testenv.Codex(b), "gemini": testenv.Gemini(b)}[a.Name()]
-		cfg := config.Default()
+		cfg := testConfig()
 		cfg.Team.Mode, cfg.Team.Coder = observability.ModeSolo, a.Name()
 		cfg.Runners.Edit(a.Name(), func(s *runners.Settings) { s.Command, s.MaxRetries = bin, 0 })
 

@@ -41,7 +41,7 @@ func runSeated(t *testing.T, mode observability.Mode, coder string, reviewers []
 	env := testenv.Env(t, senv...)
 	repo, err := demo.Repo(context.Background(), filepath.Join(t.TempDir(), "calc"), env)
 	require.NoError(t, err)
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Mode = mode
 	cfg.Team.Coder = coder
 	if reviewers != nil {
@@ -198,7 +198,7 @@ func TestABoardOfTwoFamiliesDecidesTogether(t *testing.T) {
 func TestAReviewerOfTheCodersFamilyIsRefused(t *testing.T) {
 	repo := testenv.Repo(t)
 	before := snapshot(t, repo)
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Team.Coder, cfg.Team.Reviewers = "claude", []string{"codex", "claude-code"}
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = "git" }) // any binary: nothing runs
 	cfg.Runners.Edit("codex", func(s *runners.Settings) { s.Command = "git" })
@@ -223,7 +223,7 @@ func TestAReviewerOfTheCodersFamilyIsRefused(t *testing.T) {
 // anything exists; the error names a reviewer whose key is there.
 func TestASeatWithoutACredentialIsFoundFirst(t *testing.T) {
 	repo := testenv.Repo(t)
-	cfg := config.Default()
+	cfg := testConfig()
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = "git" })
 	cfg.Runners.Edit("gemini", func(s *runners.Settings) { s.Command = "git" })
 	env := testenv.Env(t, "ANTHROPIC_API_KEY=k", "OPENAI_API_KEY=k")

@@ -15,7 +15,6 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
 // BenchmarkPingpongOverhead is what spawn adds to a two-round pingpong run
@@ -34,8 +33,15 @@ func BenchmarkPingpongOverhead(b *testing.B) {
 			if coder.Family() == reviewer.Family() {
 				continue
 			}
+			// One repository for the pair's runs, as a user's: its toolchain
+			// cache (the coder runs go test) is warm after the first.
+			base := testenv.Env(b)
+			repo, err := demo.Repo(context.Background(), filepath.Join(b.TempDir(), "calc"), base)
+			if err != nil {
+				b.Fatal(err)
+			}
 			b.Run(coder.Name()+"-"+reviewer.Name(), func(b *testing.B) {
-				cfg := config.Default()
+				cfg := testConfig()
 				cfg.Team.Mode, cfg.Team.Coder, cfg.Team.Reviewers = observability.ModePingpong, coder.Name(), []string{reviewer.Name()}
 				for name, bin := range bins {
 					cfg.Runners.Edit(name, func(s *runners.Settings) { s.Command, s.MaxRetries = bin, 0 })
@@ -53,10 +59,6 @@ func BenchmarkPingpongOverhead(b *testing.B) {
 						b.Fatal(err)
 					}
 					env := testenv.Env(b, senv...)
-					repo, err := demo.Repo(context.Background(), filepath.Join(b.TempDir(), "calc"), env)
-					if err != nil {
-						b.Fatal(err)
-					}
 					b.StartTimer()
 					start := time.Now()
 					rec, err := Run(context.Background(), Options{Task: demo.Task, RepoDir: repo.Dir, Config: cfg, Env: env}, nil)
