@@ -341,9 +341,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	r.initSubmodules(ctx)
 	// The git helper starts in its sandbox while the coder's first turn
 	// runs, ready for the save after it.
-	if err := sb.Start(conf.helperJail()); err != nil {
-		r.emit(observability.Event{Kind: observability.EventWarning, Text: fmt.Sprintf("spawn's git helper did not start (%v); the first save starts it again", err)})
-	}
+	sb.Start(conf.helperJail())
 	if !conf.report.Mode.Confines() {
 		r.emit(observability.Event{Kind: observability.EventWarning, Text: noSandboxWarning(conf.report)})
 	}

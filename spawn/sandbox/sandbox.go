@@ -194,9 +194,10 @@ type Sandbox struct {
 	// Exe is spawn's binary, which runs as the git helper.
 	Exe string
 
-	mu        sync.Mutex  // guards published and helper
-	published string      // the branch's tip in the user's repository
-	helper    *helperConn // the git helper, kept for the next request; nil before the first
+	mu        sync.Mutex    // guards published, helper and starting
+	published string        // the branch's tip in the user's repository
+	helper    *helperConn   // the git helper, kept for the next request; nil before the first
+	starting  chan struct{} // closed once the helper Start began is started (or failed); nil when none is
 	name      string      // who spawn commits as; "" for spawn itself
 	email     string
 }
@@ -453,7 +454,7 @@ func (s *Sandbox) Save(ctx context.Context, jail Jail, msg string) (_ Saved, err
 	if s.Legacy {
 		return Saved{}, ErrLegacy
 	}
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	pack, err := os.CreateTemp("", "spawn-pack-")
 	if err != nil {
@@ -503,7 +504,7 @@ func (s *Sandbox) Inspect(ctx context.Context, jail Jail) (Status, error) {
 	if s.Legacy {
 		return Status{}, ErrLegacy
 	}
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	ans, err := s.ask(ctx, jail, helperRequest{Mode: modeStatus, Base: s.Base, Known: s.published}, nil)
 	if err != nil {
@@ -539,30 +540,51 @@ func (s *Sandbox) ask(ctx context.Context, jail Jail, req helperRequest, packOut
 	}
 }
 
-// Start starts the sandbox's git helper through jail, if none runs, so
-// that the first request finds it ready: a run starts it while the
-// coder's first turn runs. It shares the coder's powers and no more.
-func (s *Sandbox) Start(jail Jail) error {
+// Start begins to start the sandbox's git helper through jail, in the
+// background, unless one runs or is starting: a run calls it before the
+// coder's first turn, so that the save after it finds the helper ready.
+// The next request waits for the start; if it failed, the request starts
+// a helper itself and reports what fails then.
+func (s *Sandbox) Start(jail Jail) {
 	if s.Legacy {
-		return ErrLegacy
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.helper != nil {
-		return nil
+	if s.helper != nil || s.starting != nil {
+		return
 	}
-	h, err := startHelper(jail, s.Exe, s.Path)
-	if err != nil {
-		return err
+	done := make(chan struct{})
+	s.starting = done
+	go func() {
+		h, err := startHelper(jail, s.Exe, s.Path)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err == nil {
+			s.helper = h
+		}
+		s.starting = nil
+		close(done)
+	}()
+}
+
+// lock locks s.mu once no helper is starting.
+func (s *Sandbox) lock() {
+	for {
+		s.mu.Lock()
+		starting := s.starting
+		if starting == nil {
+			return
+		}
+		s.mu.Unlock()
+		<-starting
 	}
-	s.helper = h
-	return nil
 }
 
 // Close stops the sandbox's git helper, if one runs; a later request
 // starts another.
 func (s *Sandbox) Close() error {
-	s.mu.Lock()
+	s.lock()
 	defer s.mu.Unlock()
 	if s.helper == nil {
 		return nil

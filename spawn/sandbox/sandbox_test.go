@@ -245,13 +245,15 @@ func (j countingJail) Confine(c proc.Cmd) proc.Cmd {
 }
 
 // One git helper serves a sandbox's saves (a sandbox start each would cost
-// a bubblewrap): a pack larger than a frame arrives whole, a helper that
+// a bubblewrap), started ahead of the first: a pack larger than a frame arrives whole, a helper that
 // died between two saves is replaced, and Close leaves no helper running.
 func TestOneHelperServesTheSavesOfASandbox(t *testing.T) {
 	sb, open := newSandbox(t)
 	starts := 0
 	jail := countingJail{open, &starts}
 	ctx := t.Context()
+	sb.Start(jail) // in the background, as a run starts it before the coder's turn
+	sb.Start(jail) // one is starting: nothing more
 	big := make([]byte, 3*maxFrame+17)
 	for i := range big {
 		big[i] = byte(i*7919 + i/251) // little for zlib to fold
@@ -299,4 +301,14 @@ func TestOneHelperServesTheSavesOfASandbox(t *testing.T) {
 		t.Fatal("the helper runs on after Close")
 	}
 	assert.Nil(t, sb.helper)
+}
+
+// A helper that is still starting when the sandbox closes is stopped with
+// it: Close waits for the start.
+func TestCloseStopsAHelperStillStarting(t *testing.T) {
+	sb, open := newSandbox(t)
+	sb.Start(open)
+	require.NoError(t, sb.Close())
+	assert.Nil(t, sb.helper)
+	assert.Nil(t, sb.starting)
 }
