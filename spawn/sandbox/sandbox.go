@@ -198,7 +198,7 @@ type Sandbox struct {
 	published string        // the branch's tip in the user's repository
 	helper    *helperConn   // the git helper, kept for the next request; nil before the first
 	starting  chan struct{} // closed once the helper Start began is started (or failed); nil when none is
-	name      string      // who spawn commits as; "" for spawn itself
+	name      string        // who spawn commits as; "" for spawn itself
 	email     string
 }
 
