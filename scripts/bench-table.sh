@@ -100,10 +100,10 @@ END {
 	for (i = 1; i <= np; i++) {
 		p = "BenchmarkPingpongOverhead/" pairs[i]
 		split(pairs[i], seat, "-")
-		row("pingpong " seat[1] " coding, " seat[2] " reviewing: wall vs agents", v(p, "wall-ms"), v(p, "agents-ms"), "ms")
-		one("  spawn's own time per agent process", v(p, "overhead-ms/proc"), "ms", "10 ms")
-		one("  spawn's own time, % of the wall time", v(p, "overhead-%"), "%", "2 %")
-		one("  before the first agent / between two / after the last", \
+		row("pingpong " seat[1] "/" seat[2] ": wall vs the agents alone", v(p, "wall-ms"), v(p, "agents-ms"), "ms")
+		one("  spawn own time per agent process", v(p, "overhead-ms/proc"), "ms", "10 ms")
+		one("  spawn own time, % of the wall time", v(p, "overhead-%"), "%", "2 %")
+		one("  before first agent / between two / after last", \
 			(has(p, "setup-ms") ? sprintf("%.0f / %.0f / %.0f ms", v(p, "setup-ms"), v(p, "between-ms"), v(p, "finish-ms")) : ""), "text", "-")
 	}
 	row("provisioning (worktree) vs git worktree add", ms("BenchmarkWorktree/spawn", "ns/op"), ms("BenchmarkWorktree/git", "ns/op"), "ms")
