@@ -180,17 +180,17 @@ func agentBin(tb testing.TB, name string) string {
 }
 
 // TestReReviewsSendLessThanAFreshFullReview: for every reviewer CLI, in a
-// five-round pingpong with a coder of another family, every re-review's
-// new prompt is at most 40% of a full re-review's prompt, and its whole
-// request (the session it replays included) is no larger than a fresh
-// full review's.
+// five-round pingpong with a coder of another family (each CLI codes once,
+// in its own tools), every re-review's new prompt is at most 40% of a full
+// re-review's prompt, and its whole request (the session it replays
+// included) is no larger than a fresh full review's.
 func TestReReviewsSendLessThanAFreshFullReview(t *testing.T) {
 	for _, c := range []struct{ reviewer, coder string }{
 		{reviewer: "gemini", coder: "claude"},
-		{reviewer: "codex", coder: "claude"},
+		{reviewer: "codex", coder: "gemini"},
 		{reviewer: "claude", coder: "codex"},
 	} {
-		t.Run(c.reviewer, func(t *testing.T) {
+		t.Run(c.reviewer+"-reviews-"+c.coder, func(t *testing.T) {
 			t.Parallel()
 			rounds := pingpongRounds(t, c.coder, c.reviewer)
 			for i, r := range rounds {
