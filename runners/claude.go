@@ -13,11 +13,16 @@ import (
 
 // Claude builds command lines for the real claude CLI and parses its stream-json output.
 type Claude struct {
-	Bin                string   // "claude" or a path; "" means "claude"
-	Model              string   // --model when not empty
-	PermissionMode     string   // --permission-mode, one of PermissionModes; "" means "acceptEdits"
-	AllowedTools       []string // --allowedTools
-	DisallowedTools    []string // --disallowedTools
+	Bin             string   // "claude" or a path; "" means "claude"
+	Model           string   // --model when not empty
+	PermissionMode  string   // --permission-mode, one of PermissionModes; "" means "acceptEdits"
+	AllowedTools    []string // --allowedTools
+	DisallowedTools []string // --disallowedTools
+	// Tools, when not empty, are the only built-in tools the model is
+	// offered (--tools, by name); empty offers claude's default set. A tool
+	// left out is not described to the model at all: its definition is not
+	// in any request.
+	Tools              []string
 	AppendSystemPrompt string   // --append-system-prompt when not empty
 	MaxRetries         int      // CLAUDE_CODE_MAX_RETRIES when >= 0 (bounds the CLI's own API retries; 0: none); negative keeps the CLI's default
 	Settings           string   // --settings when not empty: a settings file for this invocation only (spawn's hooks, see ClaudeHookSettings)
@@ -27,7 +32,7 @@ type Claude struct {
 // Command returns the claude process for one turn:
 //
 //	claude -p --output-format stream-json --verbose --permission-mode MODE
-//	       [--allowedTools R1,R2] [--disallowedTools R3] [--model M]
+//	       [--tools T1,T2] [--allowedTools R1,R2] [--disallowedTools R3] [--model M]
 //	       [--append-system-prompt S] [--settings FILE] [--resume ID] [--max-turns N]
 //
 // The prompt goes on stdin, never in argv: it may be larger than one argument
@@ -40,6 +45,7 @@ type Claude struct {
 // t.ToolTimeout is set, and CLAUDE_CODE_MAX_RETRIES when MaxRetries >= 0.
 //
 // Command fails for an empty prompt, a tool rule ValidateClaudeRule rejects,
+// a tool name in Tools that is not one,
 // and a permission mode not in PermissionModes; in particular
 // bypassPermissions is refused.
 func (c *Claude) Command(t Turn) (Command, error) {
@@ -61,6 +67,17 @@ func (c *Claude) Command(t Turn) (Command, error) {
 		}
 	}
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--permission-mode", mode}
+	for _, name := range c.Tools {
+		if name == "" {
+			return Command{}, errors.New("runners: claude: an empty tool name in --tools")
+		}
+		if err := checkClaudeTool(name); err != nil {
+			return Command{}, fmt.Errorf("runners: claude: tool %q: %w", name, err)
+		}
+	}
+	if len(c.Tools) > 0 {
+		args = append(args, "--tools", strings.Join(c.Tools, ","))
+	}
 	allowed, err := joinRules("--allowedTools", c.AllowedTools, t.Allow)
 	if err != nil {
 		return Command{}, err

@@ -78,6 +78,7 @@ func TestClaudeCommand(t *testing.T) {
 				Bin:                "/opt/claude",
 				Model:              "claude-sonnet-4-5",
 				PermissionMode:     "default",
+				Tools:              []string{"Read", "Edit", "Bash"},
 				AllowedTools:       []string{"Read", "Edit", "Bash(go test:*)"},
 				DisallowedTools:    []string{"WebFetch", "WebSearch"},
 				AppendSystemPrompt: "Be brief.",
@@ -95,6 +96,7 @@ func TestClaudeCommand(t *testing.T) {
 			wantPath: "/opt/claude",
 			wantArgs: append(base,
 				"--permission-mode", "default",
+				"--tools", "Read,Edit,Bash",
 				"--allowedTools", "Read,Edit,Bash(go test:*),Bash(go build:*)",
 				"--disallowedTools", "WebFetch,WebSearch",
 				"--model", "claude-sonnet-4-5",
@@ -153,6 +155,9 @@ func TestClaudeCommandRefuses(t *testing.T) {
 		{"disallowed rule with a bad tool name", Claude{DisallowedTools: []string{"bash"}}, Turn{Prompt: "p"}, "upper-case"},
 		{"rule like a flag", Claude{}, Turn{Prompt: "p", Allow: []string{"--dangerously-skip-permissions"}}, "starts with '-'"},
 		{"rule with comma", Claude{DisallowedTools: []string{"A,B"}}, Turn{Prompt: "p"}, "comma"},
+		{"two tools in one name", Claude{Tools: []string{"Read,Edit"}}, Turn{Prompt: "p"}, "bad tool name"},
+		{"a rule for a tool name", Claude{Tools: []string{"Bash(git diff)"}}, Turn{Prompt: "p"}, "bad tool name"},
+		{"empty tool name", Claude{Tools: []string{""}}, Turn{Prompt: "p"}, "empty tool name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -485,4 +490,36 @@ func TestClaudeParseDerivesAPIStatus(t *testing.T) {
 		res := parse(`{"type":"result","subtype":"success","is_error":false,"api_error_status":null,"result":"API Error: 529 Overloaded is handled now."}`)
 		assert.Equal(t, 0, res.APIErrorStatus)
 	})
+}
+
+// A claude reviewer is offered only the built-in tools its allowed rules
+// name, each once; MCP tools are not built in. A coder keeps claude's
+// default set.
+func TestAClaudeReviewerIsOfferedTheBuiltinToolsItsRulesName(t *testing.T) {
+	a, err := NewRegistry().Lookup("claude")
+	require.NoError(t, err)
+	set := a.Defaults()
+	set.AllowedTools = []string{"Read", "Grep", "Bash(git diff:*)", "Bash(git log:*)", "mcp__docs__search"}
+	for _, tt := range []struct {
+		role  SeatRole
+		tools []string // the value of --tools; nil: no --tools
+	}{
+		{RoleReviewer, []string{"Read,Grep,Bash"}},
+		{RoleCoder, nil},
+	} {
+		t.Run(string(tt.role), func(t *testing.T) {
+			ag, err := a.Seat(Seat{Role: tt.role, Bin: "claude", Settings: set, Dir: t.TempDir(), RelayURL: "http://127.0.0.1:9/x", RelayKey: "k"})
+			require.NoError(t, err)
+			cmd, err := ag.Command(Turn{Prompt: "review it", Dir: "/w"})
+			require.NoError(t, err)
+			var got []string
+			for i, arg := range cmd.Args {
+				if arg == "--tools" {
+					require.Less(t, i+1, len(cmd.Args))
+					got = append(got, cmd.Args[i+1])
+				}
+			}
+			assert.Equal(t, tt.tools, got)
+		})
+	}
 }

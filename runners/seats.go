@@ -163,7 +163,12 @@ var claudeReviewerDenied = []string{"Write", "Edit", "MultiEdit", "NotebookEdit"
 
 // Seat is a claude coder (the permissions of [permissions], spawn's hooks)
 // or reviewer (--permission-mode default with only its read-only tools
-// allowed: anything else is denied), with its own CLAUDE_CONFIG_DIR.
+// allowed: anything else is denied), with its own CLAUDE_CONFIG_DIR. A
+// reviewer is offered only the built-in tools its allowed rules name
+// (--tools): the definitions of the others (claude 2.1.332 offers a
+// reviewer denied Write and Bash some 18 KB of them: Workflow,
+// ScheduleWakeup, ListAgents...) would be sent with every request of
+// every review.
 func (claudeAdapter) Seat(s Seat) (Agent, error) {
 	cfg := filepath.Join(s.Dir, "config")
 	home, tmp, err := seatDirs(s, cfg)
@@ -177,10 +182,24 @@ func (claudeAdapter) Seat(s Seat) (Agent, error) {
 		c.PermissionMode, c.AllowedTools, c.DisallowedTools, c.Settings = s.Permissions.Mode, s.Permissions.Allowed, s.Permissions.Denied, s.Hooks
 	default:
 		c.PermissionMode = "default"
-		c.AllowedTools = s.Settings.AllowedTools
+		c.AllowedTools, c.Tools = s.Settings.AllowedTools, claudeBuiltins(s.Settings.AllowedTools)
 		c.DisallowedTools = append(slices.Clone(claudeReviewerDenied), s.Settings.ExcludedTools...)
 	}
 	return c, nil
+}
+
+// claudeBuiltins are the built-in tools the claude rules name, each once,
+// in order: the name before a rule's "(" ("Bash" for "Bash(git diff:*)").
+// MCP tools (mcp__...) are not built in and are left out.
+func claudeBuiltins(rules []string) []string {
+	var names []string
+	for _, r := range rules {
+		name, _, _ := strings.Cut(strings.TrimSpace(r), "(")
+		if name != "" && !strings.HasPrefix(name, "mcp__") && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // Env is the seat's environment.

@@ -31,9 +31,9 @@ func Scenario(coderAPI, reviewerAPI string) (modelserver.Scenario, error) {
 	if coderAPI == reviewerAPI {
 		return sc, fmt.Errorf("demo scenario: the coder and the reviewer call the same model API (%s): the demo scripts one role per API", coderAPI)
 	}
-	tools, ok := apiTools[coderAPI]
-	if !ok {
-		return sc, fmt.Errorf("demo scenario: no coder script for the model API %q", coderAPI)
+	tools, err := Tools(coderAPI)
+	if err != nil {
+		return sc, fmt.Errorf("demo scenario: %w", err)
 	}
 	// The finding sits on the line the coder fixed, inside the change's
 	// diff: in github mode it becomes an inline comment, its thread.
@@ -43,14 +43,14 @@ func Scenario(coderAPI, reviewerAPI string) (modelserver.Scenario, error) {
 	const negative = "func TestAddNegative(t *testing.T) {\n\tif got := Add(-2, -3); got != -5 {\n\t\tt.Fatalf(\"Add(-2, -3) = %d, want -5\", got)\n\t}\n}\n\n"
 	tested := strings.Replace(files["calc_test.go"], "func TestAdd(t *testing.T) {", negative+"func TestAdd(t *testing.T) {", 1)
 	coder := []modelserver.Turn{
-		{Text: "Let me run the tests first to see what fails.", Tools: []modelserver.ToolCall{tools.shell("demo-test-1", "go test ./...")}},
-		{Text: "TestAdd fails: Add(2, 3) returns -1. Let me read calc.go.", Tools: []modelserver.ToolCall{tools.read("demo-read-1", "calc.go")}},
-		{Text: "Add subtracts instead of adding. Fixing it.", Tools: []modelserver.ToolCall{tools.edit("demo-edit-1", "calc.go", "\treturn a - b\n", "\treturn a + b\n", fixed)}},
-		{Tools: []modelserver.ToolCall{tools.shell("demo-test-2", "go test ./...")}},
+		{Text: "Let me run the tests first to see what fails.", Tools: []modelserver.ToolCall{tools.Shell("demo-test-1", "go test ./...")}},
+		{Text: "TestAdd fails: Add(2, 3) returns -1. Let me read calc.go.", Tools: []modelserver.ToolCall{tools.Read("demo-read-1", "calc.go")}},
+		{Text: "Add subtracts instead of adding. Fixing it.", Tools: []modelserver.ToolCall{tools.Edit("demo-edit-1", "calc.go", "\treturn a - b\n", "\treturn a + b\n", fixed)}},
+		{Tools: []modelserver.ToolCall{tools.Shell("demo-test-2", "go test ./...")}},
 		{Text: "Fixed: Add now returns a + b, and `go test ./...` passes."},
-		{Text: "The reviewer wants a test with negative numbers. Let me read the test file.", Tools: []modelserver.ToolCall{tools.read("demo-read-2", "calc_test.go")}},
-		{Tools: []modelserver.ToolCall{tools.edit("demo-edit-2", "calc_test.go", "func TestAdd(t *testing.T) {\n", negative+"func TestAdd(t *testing.T) {\n", tested)}},
-		{Tools: []modelserver.ToolCall{tools.shell("demo-test-3", "go test ./...")}},
+		{Text: "The reviewer wants a test with negative numbers. Let me read the test file.", Tools: []modelserver.ToolCall{tools.Read("demo-read-2", "calc_test.go")}},
+		{Tools: []modelserver.ToolCall{tools.Edit("demo-edit-2", "calc_test.go", "func TestAdd(t *testing.T) {\n", negative+"func TestAdd(t *testing.T) {\n", tested)}},
+		{Tools: []modelserver.ToolCall{tools.Shell("demo-test-3", "go test ./...")}},
 		// The coder's fix turn answers the finding under the reply contract.
 		{Text: "Added TestAddNegative; `go test ./...` passes.\n\n" + id + ": fixed - added TestAddNegative, which adds two negative numbers"},
 	}
@@ -90,52 +90,80 @@ func Scenario(coderAPI, reviewerAPI string) (modelserver.Scenario, error) {
 	return sc, sc.Validate()
 }
 
-// coderTools are the coder's actions in the tool shapes of the CLI that
-// calls one model API.
-type coderTools struct {
-	shell func(id, cmd string) modelserver.ToolCall
-	read  func(id, file string) modelserver.ToolCall
-	// edit replaces old by new in file, whose whole new content is whole.
-	edit func(id, file, old, new, whole string) modelserver.ToolCall
+// CoderTools are a coder's actions in the tool shapes of the CLI that
+// calls one model API, as scripted tool calls. File names are relative to
+// the coder's working directory.
+type CoderTools struct {
+	// Shell runs cmd.
+	Shell func(id, cmd string) modelserver.ToolCall
+	// Read reads file.
+	Read func(id, file string) modelserver.ToolCall
+	// Write creates file with content.
+	Write func(id, file, content string) modelserver.ToolCall
+	// Edit replaces old by new in file, whose whole new content is whole.
+	// old and new are whole lines, each ending in a newline.
+	Edit func(id, file, old, new, whole string) modelserver.ToolCall
 }
 
-// apiTools are the coder's tools per model API.
-var apiTools = map[string]coderTools{
-	modelserver.APIAnthropic: {
-		shell: func(id, cmd string) modelserver.ToolCall {
-			return modelserver.ToolCall{ID: id, Name: "Bash", Input: map[string]any{"command": cmd, "description": "Run the tests"}}
-		},
-		read: func(id, file string) modelserver.ToolCall {
-			return modelserver.ToolCall{ID: id, Name: "Read", Input: map[string]any{"file_path": "{{workdir}}/" + file}}
-		},
-		edit: func(id, file, old, new, _ string) modelserver.ToolCall {
-			return modelserver.ToolCall{ID: id, Name: "Edit", Input: map[string]any{"file_path": "{{workdir}}/" + file,
-				"old_string": strings.TrimSuffix(old, "\n"), "new_string": strings.TrimSuffix(new, "\n")}}
-		},
-	},
-	modelserver.APIGemini: {
-		shell: func(id, cmd string) modelserver.ToolCall {
-			return modelserver.ToolCall{ID: id, Name: "run_shell_command", Input: map[string]any{"command": cmd, "description": "Run the tests"}}
-		},
-		read: func(id, file string) modelserver.ToolCall {
-			return modelserver.ToolCall{ID: id, Name: "read_file", Input: map[string]any{"file_path": "{{workdir}}/" + file}}
-		},
-		edit: func(id, file, _, _, whole string) modelserver.ToolCall {
-			return modelserver.ToolCall{ID: id, Name: "write_file", Input: map[string]any{"file_path": "{{workdir}}/" + file, "content": whole}}
-		},
-	},
-	modelserver.APIOpenAI: {
-		shell: func(id, cmd string) modelserver.ToolCall {
-			return modelserver.ToolCall{ID: id, Name: "exec_command", Input: map[string]any{"cmd": cmd}}
-		},
-		read: func(id, file string) modelserver.ToolCall {
-			return modelserver.ToolCall{ID: id, Name: "exec_command", Input: map[string]any{"cmd": "cat " + file}}
-		},
-		edit: func(id, file, old, new, _ string) modelserver.ToolCall {
-			patch := "*** Begin Patch\n*** Update File: " + file + "\n@@\n" + prefixed("-", old) + prefixed("+", new) + "*** End Patch\n"
-			return modelserver.ToolCall{ID: id, Name: "apply_patch", Input: map[string]any{"input": patch}}
-		},
-	},
+// Tools returns the coder's tools for the model API api (modelserver's
+// name: modelserver.APIAnthropic, APIOpenAI, APIGemini): claude's Bash,
+// Read, Write and Edit; gemini's run_shell_command, read_file and
+// write_file; codex's exec_command and apply_patch. An unknown API is an
+// error.
+func Tools(api string) (CoderTools, error) {
+	switch api {
+	case modelserver.APIAnthropic:
+		return CoderTools{
+			Shell: func(id, cmd string) modelserver.ToolCall {
+				return modelserver.ToolCall{ID: id, Name: "Bash", Input: map[string]any{"command": cmd, "description": "Run the tests"}}
+			},
+			Read: func(id, file string) modelserver.ToolCall {
+				return modelserver.ToolCall{ID: id, Name: "Read", Input: map[string]any{"file_path": "{{workdir}}/" + file}}
+			},
+			Write: func(id, file, content string) modelserver.ToolCall {
+				return modelserver.ToolCall{ID: id, Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/" + file, "content": content}}
+			},
+			Edit: func(id, file, old, new, _ string) modelserver.ToolCall {
+				return modelserver.ToolCall{ID: id, Name: "Edit", Input: map[string]any{"file_path": "{{workdir}}/" + file,
+					"old_string": strings.TrimSuffix(old, "\n"), "new_string": strings.TrimSuffix(new, "\n")}}
+			},
+		}, nil
+	case modelserver.APIGemini:
+		write := func(id, file, content string) modelserver.ToolCall {
+			return modelserver.ToolCall{ID: id, Name: "write_file", Input: map[string]any{"file_path": "{{workdir}}/" + file, "content": content}}
+		}
+		return CoderTools{
+			Shell: func(id, cmd string) modelserver.ToolCall {
+				return modelserver.ToolCall{ID: id, Name: "run_shell_command", Input: map[string]any{"command": cmd, "description": "Run the tests"}}
+			},
+			Read: func(id, file string) modelserver.ToolCall {
+				return modelserver.ToolCall{ID: id, Name: "read_file", Input: map[string]any{"file_path": "{{workdir}}/" + file}}
+			},
+			Write: write,
+			Edit: func(id, file, _, _, whole string) modelserver.ToolCall {
+				return write(id, file, whole)
+			},
+		}, nil
+	case modelserver.APIOpenAI:
+		patch := func(id, body string) modelserver.ToolCall {
+			return modelserver.ToolCall{ID: id, Name: "apply_patch", Input: map[string]any{"input": "*** Begin Patch\n" + body + "*** End Patch\n"}}
+		}
+		return CoderTools{
+			Shell: func(id, cmd string) modelserver.ToolCall {
+				return modelserver.ToolCall{ID: id, Name: "exec_command", Input: map[string]any{"cmd": cmd}}
+			},
+			Read: func(id, file string) modelserver.ToolCall {
+				return modelserver.ToolCall{ID: id, Name: "exec_command", Input: map[string]any{"cmd": "cat " + file}}
+			},
+			Write: func(id, file, content string) modelserver.ToolCall {
+				return patch(id, "*** Add File: "+file+"\n"+prefixed("+", content))
+			},
+			Edit: func(id, file, old, new, _ string) modelserver.ToolCall {
+				return patch(id, "*** Update File: "+file+"\n@@\n"+prefixed("-", old)+prefixed("+", new))
+			},
+		}, nil
+	}
+	return CoderTools{}, fmt.Errorf("demo: no coder tools for the model API %q", api)
 }
 
 // prefixed is each line of text with prefix before it.
