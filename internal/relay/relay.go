@@ -257,6 +257,15 @@ func (r *Relay) proxy(rt Route) http.Handler {
 			}
 			req = req.WithContext(contextWith(req, cred))
 		}
+		// The transport may still read the agent's request (its last read,
+		// the one that finds its end) when the answer's headers are
+		// flushed: an HTTP/1 server closes a request's body at its first
+		// write unless the exchange is full duplex, and the transport,
+		// failing that read, dropped the upstream connection mid-answer.
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
+			http.Error(w, "spawn relay: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
 		start := time.Now()
 		mw := &meteredWriter{ResponseWriter: w}
 		if rt.Meter != nil {

@@ -244,3 +244,43 @@ func TestAnAnswerIsCountedWholeWhenTheAgentHangsUpEarly(t *testing.T) {
 	assert.Equal(t, int64(len("first part, then the usage")), got.OutputTokens, "the whole answer is counted")
 	assert.Equal(t, "spender", got.Seat)
 }
+
+// An answer can begin as soon as the model has read the request, while
+// the relay is still finishing the request's body (the last read, which
+// finds its end): the answer arrives whole. Before, the relay's server
+// closed the request's body at the answer's first write, the transport's
+// last read failed, and the relay dropped the upstream connection
+// mid-answer (gemini: "other side closed", a flake of the stories). The
+// window is narrow: many requests go through.
+func TestAnAnswerThatStartsBeforeTheRequestEndsArrivesWhole(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			t.Errorf("upstream read: %v", err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: one\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(time.Millisecond)
+		io.WriteString(w, "data: two\n\n")
+	}))
+	defer up.Close()
+	u, _ := url.Parse(up.URL)
+	r, err := Start([]Route{{Name: "gemini", Upstream: u, Credential: key("x-goog-api-key", "real"), Paths: []Path{{"POST", "/v1/stream"}}}}, Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Close()) }()
+	k, err := r.Grant("gemini", "reviewer")
+	require.NoError(t, err)
+	body := strings.Repeat("x", 34<<10) // a reviewer's request: written past the transport's buffer
+	for i := range 200 {
+		req, err := http.NewRequest("POST", r.URL("gemini")+"/v1/stream", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("x-goog-api-key", k)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		answer, err := io.ReadAll(resp.Body)
+		require.NoError(t, resp.Body.Close())
+		require.NoError(t, err, "request %d: the answer broke off after %q", i, answer)
+		require.Equal(t, "data: one\n\ndata: two\n\n", string(answer), "request %d", i)
+	}
+}
