@@ -362,7 +362,7 @@ type codexStream struct {
 //     codexHTTPStatus).
 //
 // The result's Text is the agent messages, joined by a blank line between
-// model turns (its last MiB: see sessionText); NumTurns counts model turns (runs of messages and tool
+// model turns (its last 4 MiB: see sessionText); NumTurns counts model turns (runs of messages and tool
 // starts ended by tool results); Usage is turn.completed's, which codex
 // 0.171.0 counts over the whole thread: a resumed turn's Usage includes
 // every earlier turn of its thread (Result.UsageCumulative is set).

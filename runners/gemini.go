@@ -166,7 +166,7 @@ type geminiStream struct {
 //
 // The result is built from the whole stream: Text is the assistant chunks
 // concatenated within a model turn and separated by a blank line between
-// turns (its last MiB: see sessionText); SessionID comes from init; NumTurns counts model turns (runs of
+// turns (its last 4 MiB: see sessionText); SessionID comes from init; NumTurns counts model turns (runs of
 // assistant text and tool calls, ended by tool results), since the stream
 // reports no request count; IsError is status != "success". The CLI's
 // "error" lines ({"type":"error","severity":"error"|"warning","message":...})

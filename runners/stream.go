@@ -99,8 +99,9 @@ func joinRules(flag string, rules ...[]string) (string, error) {
 	return strings.Join(all, ","), nil
 }
 
-// maxSessionText is how much of an agent's text a Result keeps.
-const maxSessionText = 1 << 20
+// maxSessionText is how much of an agent's text a Result keeps: a review
+// answer of a few MiB stays whole.
+const maxSessionText = 4 << 20
 
 // sessionText is an agent's text over a session, as a Result's Text: the
 // chunks of a model turn together, a blank line between turns, and at most

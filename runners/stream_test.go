@@ -125,7 +125,7 @@ func TestParseEmitsOneResultAtMost(t *testing.T) {
 	}
 }
 
-// A session's text in a Result keeps its last MiB, whole characters, so a
+// A session's text in a Result keeps its last 4 MiB, whole characters, so a
 // long session's memory stays flat; a short one is whole.
 func TestASessionsTextKeepsItsEnd(t *testing.T) {
 	var short sessionText
@@ -136,7 +136,7 @@ func TestASessionsTextKeepsItsEnd(t *testing.T) {
 		t.Fatalf("short text %q", got)
 	}
 	var long sessionText
-	chunk := strings.Repeat("é", 1000) // two bytes each
+	chunk := strings.Repeat("é", 4000) // two bytes each
 	for i := range 3000 {
 		long.add(i, chunk)
 	}
