@@ -148,11 +148,15 @@ func (v *logView) Event(e observability.Event) {
 			return
 		}
 	case observability.EventCommit:
+		// The narration before it is written first: the progress line
+		// writes its lines a few ms later, together.
+		v.narr.Flush()
 		if e.Commit != nil {
 			fmt.Fprintf(v.w, "  %-8s commit: %.12s %s\n", "spawn", e.Commit.SHA, firstLine(e.Commit.Message))
 		}
 		return
 	case observability.EventFinished:
+		v.narr.Flush()
 		if o := e.Outcome; o != nil {
 			line := fmt.Sprintf("finished: %s, verdict %s, exit %d", o.Status, o.Verdict, o.ExitCode)
 			if o.Error != nil {
