@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 )
@@ -28,19 +29,6 @@ type catAgent struct {
 
 func (a *catAgent) Command(runners.Turn) (runners.Command, error) {
 	return runners.Command{Path: "cat", Args: []string{a.file}}, nil
-}
-
-// benchStreamMB is the size of BenchmarkStream's stream: 100 MB, or
-// SPAWN_BENCH_STREAM_MB.
-func benchStreamMB(b *testing.B) int {
-	if s := os.Getenv("SPAWN_BENCH_STREAM_MB"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			b.Fatalf("SPAWN_BENCH_STREAM_MB=%q: want a positive number", s)
-		}
-		return n
-	}
-	return 100
 }
 
 // writeRecordedStream writes about mb megabytes of claude stream-json in
@@ -142,7 +130,7 @@ func peakRSSMB(b *testing.B) float64 {
 // size during the runs, the Go runtime included), cat-MB/s (`cat file >
 // copy` on the same file) and x-vs-cat (spawn's time over cat's).
 func BenchmarkStream(b *testing.B) {
-	mb := benchStreamMB(b)
+	mb := testenv.StreamMB(b)
 	dir := b.TempDir()
 	stream := filepath.Join(dir, "stream.jsonl")
 	writeRecordedStream(b, stream, mb)

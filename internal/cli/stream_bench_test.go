@@ -48,7 +48,7 @@ func BenchmarkStreamWhole(b *testing.B) {
 	if testing.Short() {
 		b.Skip("-short")
 	}
-	mb := streamMB(b)
+	mb := testenv.StreamMB(b)
 	bin := filepath.Join(b.TempDir(), "spawn")
 	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "./cmd/spawn")
 	build.Dir = testenv.Root(b)
@@ -290,19 +290,6 @@ func loadAverage(b *testing.B) float64 {
 		b.Fatal(err)
 	}
 	return f
-}
-
-// streamMB is the size of BenchmarkStreamWhole's stream: 100 MB, or
-// SPAWN_BENCH_STREAM_MB.
-func streamMB(b *testing.B) int {
-	if s := os.Getenv("SPAWN_BENCH_STREAM_MB"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			b.Fatalf("SPAWN_BENCH_STREAM_MB=%q: want a positive number", s)
-		}
-		return n
-	}
-	return 100
 }
 
 // streamCLI is one agent CLI's recorded stream, as BenchmarkStreamWhole

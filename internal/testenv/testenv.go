@@ -269,3 +269,17 @@ func ModelServer(t testing.TB, sc modelserver.Scenario, opts ...modelserver.Opti
 	})
 	return srv
 }
+
+// StreamMB is the size, in MB, of the stream benchmarks' agent streams:
+// SPAWN_BENCH_STREAM_MB, else 100.
+func StreamMB(b *testing.B) int {
+	b.Helper()
+	if s := os.Getenv("SPAWN_BENCH_STREAM_MB"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n <= 0 {
+			b.Fatalf("SPAWN_BENCH_STREAM_MB=%q: want a positive number", s)
+		}
+		return n
+	}
+	return 100
+}
