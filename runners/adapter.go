@@ -192,9 +192,10 @@ type Agent interface {
 
 // Hooker is an adapter whose CLI runs spawn's hooks during a coder's
 // turn: HookSettings is the settings file that has the CLI run exe with
-// the hook arguments args (HookCall), given to its Seat as Hooks.
+// the hook arguments args (HookCall), given to its Seat as Hooks, when
+// the shell condition when succeeds ("": always; see ClaudeHookSettings).
 type Hooker interface {
-	HookSettings(exe string, args ...string) ([]byte, error)
+	HookSettings(exe, when string, args ...string) ([]byte, error)
 }
 
 // Noter is an agent with something to say of how it runs that the run's

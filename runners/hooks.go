@@ -51,12 +51,20 @@ const hookTimeout = 60
 // through its shell, each word single-quoted. exe must be an absolute path
 // to a binary that answers HookArg calls (see HookCall).
 //
+// When when is not "", it is a shell condition (a command list) the hook
+// asks first: exe runs only when it succeeds; otherwise the hook reads
+// claude's input and answers nothing, which is what exe answers when it
+// has nothing to hand over. A hook runs at every tool call, and a shell
+// and cat cost a few milliseconds less than spawn's binary; when must be
+// cheap (the shell's own tests, no program) and may succeed for nothing,
+// never fail when exe has something to say.
+//
 // They also keep claude's own sandbox off ("sandbox": {"enabled": false}),
 // whatever the repository's .claude/settings.json says (--settings takes
 // precedence over a project's settings): spawn's sandbox is the boundary,
 // and a sandbox does not nest in it (Seatbelt's sandbox_apply fails with
 // "Operation not permitted"; bubblewrap cannot make a user namespace).
-func ClaudeHookSettings(exe string, args ...string) ([]byte, error) {
+func ClaudeHookSettings(exe, when string, args ...string) ([]byte, error) {
 	if !strings.HasPrefix(exe, "/") {
 		return nil, fmt.Errorf("runners: claude hooks: %q is not an absolute path", exe)
 	}
@@ -74,9 +82,13 @@ func ClaudeHookSettings(exe string, args ...string) ([]byte, error) {
 		words := append([]string{exe, HookArg, string(ev)}, args...)
 		quoted := make([]string, len(words))
 		for i, w := range words {
-			quoted[i] = shellQuote(w)
+			quoted[i] = ShellQuote(w)
 		}
-		m := matcher{Hooks: []command{{Type: "command", Command: strings.Join(quoted, " "), Timeout: hookTimeout}}}
+		run := strings.Join(quoted, " ")
+		if when != "" {
+			run = "if " + when + "; then exec " + run + "; fi; exec cat >/dev/null"
+		}
+		m := matcher{Hooks: []command{{Type: "command", Command: run, Timeout: hookTimeout}}}
 		if ev != HookStop {
 			m.Matcher = "*" // every tool; Stop has no matcher
 		}
@@ -89,9 +101,9 @@ func ClaudeHookSettings(exe string, args ...string) ([]byte, error) {
 	return b, nil
 }
 
-// shellQuote quotes s for a POSIX shell: in single quotes, where each
+// ShellQuote quotes s for a POSIX shell: in single quotes, where each
 // single quote of s closes the quoting, is escaped, and reopens it.
-func shellQuote(s string) string {
+func ShellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 

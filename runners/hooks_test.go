@@ -5,6 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,7 +19,7 @@ import (
 )
 
 func TestClaudeHookSettingsInstallEveryHookWithQuotedWords(t *testing.T) {
-	b, err := ClaudeHookSettings("/opt/my spawn/spawn", "/repo/.spawn/runs/x/inbox", "2")
+	b, err := ClaudeHookSettings("/opt/my spawn/spawn", "", "/repo/.spawn/runs/x/inbox", "2")
 	require.NoError(t, err)
 	var s struct {
 		Hooks map[string][]struct {
@@ -47,15 +51,57 @@ func TestClaudeHookSettingsInstallEveryHookWithQuotedWords(t *testing.T) {
 		assert.Positive(t, m.Hooks[0].Timeout)
 		assert.Equal(t, "'/opt/my spawn/spawn' '__spawn-hook' '"+event+"' '/repo/.spawn/runs/x/inbox' '2'", m.Hooks[0].Command)
 	}
-	_, err = ClaudeHookSettings("spawn")
+	_, err = ClaudeHookSettings("spawn", "")
 	assert.Error(t, err, "a relative binary would be looked up in the agent's PATH")
+}
+
+func TestAHookRunsTheBinaryOnlyWhenItsConditionHoldsAndAlwaysReadsItsInput(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "spawn's hook")
+	ran := filepath.Join(dir, "ran")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" >"+ShellQuote(ran)+"\ncat >/dev/null\necho answered\n"), 0o755))
+	// claude's input for a tool call can be large (a file's content):
+	// whoever answers reads it all, so claude's write never fails.
+	input := `{"hook_event_name":"PostToolUse","tool_response":"` + strings.Repeat("x", 1<<20) + `"}`
+	for _, tc := range []struct {
+		when string
+		runs bool
+	}{{"", true}, {"true", true}, {"[ -e " + ShellQuote(dir) + " ]", true}, {"false", false}, {"[ -e " + ShellQuote(filepath.Join(dir, "none")) + " ]", false}} {
+		require.NoError(t, os.RemoveAll(ran))
+		b, err := ClaudeHookSettings(exe, tc.when, "/inbox dir", "3")
+		require.NoError(t, err)
+		var s struct {
+			Hooks map[string][]struct {
+				Hooks []struct{ Command string } `json:"hooks"`
+			} `json:"hooks"`
+		}
+		require.NoError(t, json.Unmarshal(b, &s))
+		cmd := exec.Command("/bin/sh", "-c", s.Hooks["PostToolUse"][0].Hooks[0].Command)
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		require.NoError(t, cmd.Start())
+		_, werr := io.WriteString(in, input)
+		require.NoError(t, errors.Join(werr, in.Close()), "when %q: the hook reads claude's whole input", tc.when)
+		require.NoError(t, cmd.Wait(), "when %q", tc.when)
+		args, err := os.ReadFile(ran)
+		if !tc.runs {
+			assert.ErrorIs(t, err, os.ErrNotExist, "when %q fails, the binary does not run", tc.when)
+			assert.Empty(t, out.String(), "and the hook answers nothing")
+			continue
+		}
+		require.NoError(t, err, "when %q holds, the binary runs", tc.when)
+		assert.Equal(t, "__spawn-hook\npost-tool-use\n/inbox dir\n3\n", string(args))
+		assert.Equal(t, "answered\n", out.String())
+	}
 }
 
 func TestAHookCommandReachesTheBinaryWordForWordThroughTheShell(t *testing.T) {
 	words := []string{"/bin/echo", "it's", "a $HOME `x`", `back\slash`, "two  spaces", ""}
 	quoted := make([]string, len(words))
 	for i, w := range words {
-		quoted[i] = shellQuote(w)
+		quoted[i] = ShellQuote(w)
 	}
 	out, err := proc.Run(context.Background(), proc.Cmd{Path: "/bin/sh", Args: []string{"-c", `printf '%s\n' ` + strings.Join(quoted[1:], " ")}})
 	require.NoError(t, err)

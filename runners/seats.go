@@ -128,8 +128,8 @@ func claudeLogin(vars Values) func() (relay.Header, error) {
 }
 
 // HookSettings are claude's --settings for spawn's hooks.
-func (claudeAdapter) HookSettings(exe string, args ...string) ([]byte, error) {
-	return ClaudeHookSettings(exe, args...)
+func (claudeAdapter) HookSettings(exe, when string, args ...string) ([]byte, error) {
+	return ClaudeHookSettings(exe, when, args...)
 }
 
 func (claudeAdapter) Defaults() Settings {

@@ -53,7 +53,7 @@ func (r *run) prepareHooks(hooker runners.Hooker, cli string, round int) (coderB
 	if err := inbox.Prepare(); err != nil {
 		return coderBinds{}, err
 	}
-	settings, err := hooker.HookSettings(r.conf.exe, inbox.Dir(), strconv.Itoa(round))
+	settings, err := hooker.HookSettings(r.conf.exe, inbox.UndeliveredTest(), inbox.Dir(), strconv.Itoa(round))
 	if err != nil {
 		return coderBinds{}, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/lazy"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 // Names inside a run's inbox directory.
@@ -96,6 +97,19 @@ func (in *Inbox) Post(text string, now time.Time) (observability.Message, error)
 		return observability.Message{}, fmt.Errorf("post a message to %s: %w", in.dir, err)
 	}
 	return m, nil
+}
+
+// UndeliveredTest is a POSIX shell condition that succeeds when a message
+// may wait for delivery: a file in pending/ named like a message whose
+// delivery is not in delivered/. It runs no program (the shell's globbing
+// and test), so the coder's hooks ask it at every tool call before they
+// start spawn's binary to take the messages. It may succeed when nothing
+// waits (a delivery made since; Take then finds nothing), never fail when
+// a message does: a message is renamed into pending/ whole, under the
+// name its delivery takes.
+func (in *Inbox) UndeliveredTest() string {
+	return fmt.Sprintf(`u=; for m in %s/*%s; do [ -e "$m" ] && [ ! -e %s/"${m##*/}" ] && u=1; done; [ -n "$u" ]`,
+		runners.ShellQuote(in.PendingDir()), messageExt, runners.ShellQuote(in.DeliveredDir()))
 }
 
 // delivery is what a delivery file says.

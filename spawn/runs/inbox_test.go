@@ -1,8 +1,10 @@
 package runs
 
 import (
+	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -178,4 +180,36 @@ func TestADeliveryChangesTheDeliveredStamp(t *testing.T) {
 	after, err := in.DeliveredStamp()
 	require.NoError(t, err)
 	assert.False(t, after.Equal(old), "the delivery left the stamp as it was")
+}
+
+func TestTheUndeliveredTestHoldsExactlyWhileAMessageWaits(t *testing.T) {
+	// A folder with a space and a quote, as a user's repository may be.
+	in := NewInbox(filepath.Join(t.TempDir(), "it's a repo", "inbox"))
+	require.NoError(t, in.Prepare())
+	waits := func() bool {
+		t.Helper()
+		err := exec.Command("/bin/sh", "-c", in.UndeliveredTest()).Run()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	assert.False(t, waits(), "an empty inbox")
+	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	first, err := in.Post("use tabs", t0)
+	require.NoError(t, err)
+	assert.True(t, waits(), "a message posted")
+	taken, err := in.Take(t0.Add(time.Second), observability.DeliveryToolCall, 1)
+	require.NoError(t, err)
+	require.Len(t, taken, 1)
+	assert.False(t, waits(), "every message delivered")
+	second, err := in.Post("and add a test", t0.Add(2*time.Second))
+	require.NoError(t, err)
+	assert.True(t, waits(), "a second message, the first delivered")
+	taken, err = in.Take(t0.Add(3*time.Second), observability.DeliveryStop, 1)
+	require.NoError(t, err)
+	require.Equal(t, []string{second.ID}, []string{taken[0].ID})
+	assert.False(t, waits(), "both delivered")
+	assert.NotEqual(t, first.ID, second.ID)
 }
