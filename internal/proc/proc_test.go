@@ -198,6 +198,31 @@ func TestStartReportsAnAgentThatCannotRun(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 }
 
+// An agent whose cage cannot be entered never runs, and Start says which
+// cgroup failed; one whose cage is entered runs in it, limits and all.
+func TestAnAgentRunsOnlyInsideItsCage(t *testing.T) {
+	ran := filepath.Join(t.TempDir(), "ran")
+	missing := filepath.Join(t.TempDir(), "no-such-cgroup")
+	_, err := Start(Cmd{Path: "sh", Args: []string{"-c", "touch " + ran}, Env: env(), Cage: &Cage{Cgroups: []string{missing}}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "join the cgroup "+missing)
+	assert.NoFileExists(t, ran, "the agent never ran")
+
+	// A folder that takes cgroup.procs as a file stands in for a cgroup:
+	// the reaper's pid is written there before the agent starts.
+	fake := t.TempDir()
+	var out strings.Builder
+	p, err := Start(Cmd{Path: "sh", Args: []string{"-c", "cat " + filepath.Join(fake, "cgroup.procs") + "; echo; echo $PPID; ulimit -n"}, Env: env(), Stdout: &out,
+		Cage: &Cage{Cgroups: []string{fake}, Rlimits: []Rlimit{{Resource: syscall.RLIMIT_NOFILE, Limit: 77}}}})
+	require.NoError(t, err)
+	_, err = p.Wait()
+	require.NoError(t, err)
+	lines := strings.Fields(out.String())
+	require.Len(t, lines, 3, out.String())
+	assert.Equal(t, lines[1], lines[0], "the reaper (the agent's parent) was put in the cgroup")
+	assert.Equal(t, "77", lines[2], "the cage's limits hold in the agent")
+}
+
 // A binary that forgot proc.Main would re-execute itself as a normal
 // program instead of a reaper: Start refuses, loudly.
 func TestStartWithoutMainFails(t *testing.T) {

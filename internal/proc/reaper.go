@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,10 +105,28 @@ func startReaper(c Cmd) (*Process, error) {
 	cmd.Dir = c.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	cmd.ExtraFiles = []*os.File{statusW}
+	var cageW *os.File
+	if c.Cage != nil && len(c.Cage.Cgroups) > 0 {
+		cageR, w, err := os.Pipe()
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("start %s: cage pipe: %w", c.Path, err), statusR.Close(), statusW.Close())
+		}
+		defer cageR.Close()
+		cmd.ExtraFiles, cageW = append(cmd.ExtraFiles, cageR), w
+	}
 	cmd.WaitDelay = waitDelay
 	err = startReaperCmd(cmd)
 	// The reaper holds the write end now: EOF comes when it has reported.
 	err = errors.Join(err, statusW.Close())
+	if cageW != nil {
+		// The reaper waits for its cage before it starts the agent; it is
+		// put there while it starts up (see cageFd).
+		if cmd.Process != nil {
+			_, werr := io.WriteString(cageW, joinCgroups(c.Cage.Cgroups, cmd.Process.Pid)+"\n")
+			err = errors.Join(err, werr)
+		}
+		err = errors.Join(err, cageW.Close())
+	}
 	if cmd.Process == nil {
 		return nil, errors.Join(fmt.Errorf("start %s: reaper: %w", c.Path, err), statusR.Close())
 	}
@@ -139,8 +158,27 @@ func withoutReaperEnv(env []string) []string {
 	return out
 }
 
-// enterCage joins the cgroups and sets the resource limits of the cage
-// cageEnv describes, if any, in the reaper: the agent inherits both.
+// cageFd is the reaper's end of the pipe on which the process that
+// started it says, in one line, that it has put the reaper in its cage's
+// cgroups ("ok") or could not ("error <text>"). Joining a cgroup takes a
+// few milliseconds (the kernel waits for an RCU grace period), which the
+// starter spends while the reaper starts up, not after.
+const cageFd = 4
+
+// joinCgroups puts the process pid in every cgroup of dirs, and says how
+// that went as the reaper reads it on cageFd.
+func joinCgroups(dirs []string, pid int) string {
+	for _, dir := range dirs {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+			return fmt.Sprintf("error join the cgroup %s: %v", dir, err)
+		}
+	}
+	return "ok"
+}
+
+// enterCage waits until the reaper is in the cgroups of the cage cageEnv
+// describes, if any (see cageFd), and sets its resource limits: the agent
+// inherits both.
 func enterCage() error {
 	v := os.Getenv(cageEnv)
 	if v == "" {
@@ -150,10 +188,16 @@ func enterCage() error {
 	if err := json.Unmarshal([]byte(v), &c); err != nil {
 		return fmt.Errorf("read the agent's cage: %w", err)
 	}
-	for _, dir := range c.Cgroups {
-		// "0" is the writing process.
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte("0"), 0o644); err != nil {
-			return fmt.Errorf("join the cgroup %s: %w", dir, err)
+	if len(c.Cgroups) > 0 {
+		f := os.NewFile(cageFd, "reaper-cage")
+		line, err := bufio.NewReader(io.LimitReader(f, 4096)).ReadString('\n')
+		err = errors.Join(err, f.Close())
+		switch line = strings.TrimSpace(line); {
+		case line == "ok":
+		case strings.HasPrefix(line, "error "):
+			return errors.New(strings.TrimPrefix(line, "error "))
+		default:
+			return fmt.Errorf("the process that started the reaper did not put it in its cage: %q: %w", line, err)
 		}
 	}
 	for _, r := range c.Rlimits {
