@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -119,12 +120,24 @@ func (o *overhead) report(b *testing.B) {
 	b.ReportMetric(float64(o.procs)/n, "procs")
 }
 
-// BenchmarkConcurrent8 is eight one-turn solo runs at once, each in a
-// repository of its own, against eight bare claude processes doing the
-// same scripted turn at once. ns/op is the time for all eight.
+// BenchmarkConcurrent8 is eight one-turn solo runs at once, each a
+// `spawn run --mode solo` of the built binary in a repository of its own,
+// as a user starts them (the reaper, the model bridge and the hooks are
+// that binary too), against eight bare claude processes doing the same
+// scripted turn at once. ns/op is the time for all eight.
 func BenchmarkConcurrent8(b *testing.B) {
 	const n = 8
-	claude, env, cfg := helloTurn(b)
+	claude, env, _ := helloTurn(b)
+	bin := spawnBinary(b)
+	// The user's configuration: the pinned claude, no retries.
+	home, _ := strings.CutPrefix(env[slices.IndexFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "XDG_CONFIG_HOME=") })], "XDG_CONFIG_HOME=")
+	if err := os.MkdirAll(filepath.Join(home, "spawn"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	toml := fmt.Sprintf("[runners.claude]\ncommand = %q\nmax_retries = 0\n", claude)
+	if err := os.WriteFile(filepath.Join(home, "spawn", "spawn-team.toml"), []byte(toml), 0o644); err != nil {
+		b.Fatal(err)
+	}
 	repos := make([]string, n)
 	for i := range repos {
 		repos[i] = testenv.Repo(b)
@@ -146,8 +159,12 @@ func BenchmarkConcurrent8(b *testing.B) {
 	}
 	b.Run("spawn", func(b *testing.B) {
 		all(b, func(i int) error {
-			_, err := Run(context.Background(), Options{Task: "create hello.txt", RepoDir: repos[i], Config: cfg, Env: env}, nil)
-			return err
+			cmd := exec.Command(bin, "run", "--mode", "solo", "create hello.txt")
+			cmd.Dir, cmd.Env = repos[i], env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("spawn run: %w: %s", err, out)
+			}
+			return nil
 		})
 	})
 	b.Run("claude", func(b *testing.B) {
@@ -186,12 +203,7 @@ func BenchmarkReviewerBytes(b *testing.B) {
 // BenchmarkVersionStartup execs the built spawn binary's `spawn version`
 // against exec of `true`: the start-up cost of the CLI.
 func BenchmarkVersionStartup(b *testing.B) {
-	bin := filepath.Join(b.TempDir(), "spawn")
-	build := exec.Command("go", "build", "-o", bin, "github.com/infinite-improbability-drive/spawn/cmd/spawn")
-	build.Env = os.Environ()
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v: %s", err, out)
-	}
+	bin := spawnBinary(b)
 	truePath, err := exec.LookPath("true")
 	if err != nil {
 		b.Fatal(err)
@@ -209,4 +221,16 @@ func BenchmarkVersionStartup(b *testing.B) {
 			}
 		})
 	}
+}
+
+// spawnBinary builds spawn as make build does, into a temporary folder,
+// and returns its path.
+func spawnBinary(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "spawn")
+	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "github.com/infinite-improbability-drive/spawn/cmd/spawn")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v: %s", err, out)
+	}
+	return bin
 }
