@@ -19,8 +19,11 @@ all: build
 # otherwise initialise: the hook answers each of the coder's tool calls.
 TAGS := urfave_cli_no_docs
 
+# CGO_ENABLED=0: a static binary, which starts without the dynamic loader
+# and libc (spawn uses no C library): spawn's binary runs again as every
+# agent's reaper and model bridge, and as the coder's hooks.
 build:
-	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o bin/spawn ./cmd/spawn
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o bin/spawn ./cmd/spawn
 
 # The linker flags build uses (a test checks that they stamp spawn version).
 ldflags:

@@ -229,6 +229,7 @@ func spawnBinary(b *testing.B) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "spawn")
 	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "github.com/infinite-improbability-drive/spawn/cmd/spawn")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v: %s", err, out)
 	}

@@ -52,6 +52,7 @@ func BenchmarkStreamWhole(b *testing.B) {
 	bin := filepath.Join(b.TempDir(), "spawn")
 	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "./cmd/spawn")
 	build.Dir = testenv.Root(b)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
