@@ -20,11 +20,16 @@ func Encode(rec *Record, red *Redactor) ([]byte, error) {
 // WriteFile writes the record to path atomically: a temporary file in the
 // same directory, synced, then renamed over path. A reader never sees a
 // half-written record. The error is the file system's (it names the file).
-func WriteFile(path string, rec *Record, red *Redactor) (err error) {
+func WriteFile(path string, rec *Record, red *Redactor) error {
 	b, err := Encode(rec, red)
 	if err != nil {
 		return err
 	}
+	return WriteEncoded(path, b)
+}
+
+// WriteEncoded is WriteFile of a record Encode made.
+func WriteEncoded(path string, b []byte) (err error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".record-*.json")
 	if err != nil {
 		return err

@@ -145,7 +145,7 @@ func reopen(ctx context.Context, repo *runs.Repo, dir *runs.Run, opts ResumeOpti
 	}
 	red := observability.RedactorOf(environ.Secrets...)
 	r.red, r.conf, r.cleanups = red, conf, []func() error{conf.close, r.fillTrees}
-	r.record = &recorder{rec: rec, path: dir.RecordPath(), red: red}
+	r.record = newRecorder(rec, dir.RecordPath(), red)
 	if r.log, err = runs.OpenEventLog(dir.EventsPath(), red); err != nil {
 		return nil, team.Progress{}, errors.Join(fault.Errorf(fault.KindInternal, err, "cannot write the event log: %v", err), conf.close())
 	}

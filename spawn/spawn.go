@@ -311,7 +311,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	rec.Isolation = conf.record()
 	rec.Seats = pre.seats.record()
 	r.rec, r.red, r.conf, r.cleanups = rec, red, conf, []func() error{conf.close}
-	r.record = &recorder{rec: rec, path: dir.RecordPath(), red: red}
+	r.record = newRecorder(rec, dir.RecordPath(), red)
 	if err := r.record.save(); err != nil {
 		return nil, undo(errors.Join(fault.Errorf(fault.KindInternal, err, "%v", err), dir.Remove()))
 	}
