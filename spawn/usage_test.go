@@ -90,6 +90,23 @@ func assertOwnUsage(t *testing.T, srv *modelserver.Server, rec *observability.Re
 	}
 	assert.Equal(t, all, codex, "the seat used what the server answered it, over the run")
 
+	// # each process keeps its thread's running total, what it was served so far
+	thread := map[string]observability.Tokens{}
+	for i, c := range procs {
+		th := thread[c.Session]
+		th.Input, th.Cached, th.Output = th.Input+tokens[i].Input, th.Cached+tokens[i].Cached, th.Output+tokens[i].Output
+		thread[c.Session] = th
+		if assert.NotNil(t, c.SessionTokens, "process %d", i+1) {
+			assert.Equal(t, th, *c.SessionTokens, "process %d's thread total", i+1)
+		}
+	}
+
+	for _, c := range rec.CommandLines {
+		if c.LLM != observability.LLMCodex {
+			assert.Nil(t, c.SessionTokens, "%s reports each process's own use", c.LLM)
+		}
+	}
+
 	// # a reviewer's round counts its own tokens too
 	if role == observability.RoleReviewer {
 		for _, fb := range rec.ReviewFeedback {
