@@ -90,7 +90,8 @@ func codexStream(t *testing.T, thread, text string, total runners.Usage) string 
 // second process, is charged each process's own turn: its tokens, its
 // cost, and a budget its own turns stay under does not stop it, though
 // the totals codex reported would exceed it. The session ends with the
-// thread's total, for a later resume to count from.
+// thread's total, for a later resume to count from, which a failed turn
+// (no total) leaves as it was.
 func TestAResumedCodexThreadIsChargedItsOwnTurns(t *testing.T) {
 	const model = "gpt-5.5"
 	before := runners.Usage{InputTokens: 50, CachedTokens: 10, OutputTokens: 25}
@@ -117,6 +118,17 @@ func TestAResumedCodexThreadIsChargedItsOwnTurns(t *testing.T) {
 	}
 	assert.InDelta(t, ownCost, s.CostUSD, 1e-12)
 	assert.Equal(t, totals[1], s.Total)
+
+	// A turn that failed reported no total: the thread keeps its own.
+	failed := filepath.Join(t.TempDir(), "failed.jsonl")
+	require.NoError(t, os.WriteFile(failed, []byte(`{"type":"thread.started","thread_id":"th-1"}
+{"type":"turn.failed","error":{"message":"unexpected status 500"}}
+`), 0o600))
+	agent = &codexThread{Codex: runners.Codex{Model: model}, streams: []string{failed}}
+	s, err = Supervise(context.Background(), agent, runners.Turn{Prompt: "go on", Resume: "th-1"}, Policy{}, Hooks{Total: totals[1]})
+	require.NoError(t, err)
+	assert.Zero(t, s.Processes[0].Usage)
+	assert.Equal(t, totals[1], s.Total, "what the thread's next resume counts from")
 
 	// A thread that starts over (codex began a new one) is all its own.
 	agent = &codexThread{Codex: runners.Codex{Model: model}, streams: []string{codexStream(t, "th-2", "Done.", totals[0])}}
