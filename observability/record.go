@@ -113,6 +113,12 @@ type CommandLine struct {
 	// (claude's init event), else the reviewer's allowlist less its
 	// exclusions (gemini reports none). Empty when unknown.
 	Tools []string `json:"tools"`
+	// SessionTokens is the running total of its session's tokens the CLI
+	// reported at the end of the process, for a CLI that reports one
+	// (codex: a resumed thread's usage counts its earlier turns); nil
+	// for a CLI that reports each process's own use, or no result. The
+	// session's next process is charged what it adds to this total.
+	SessionTokens *Tokens `json:"session_tokens"`
 }
 
 // PermissionRequest is a tool call the agent made and its CLI refused.

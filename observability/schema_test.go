@@ -151,7 +151,8 @@ func full() *Record {
 	pr := "https://github.com/o/r/pull/7"
 	rec.Repo, rec.Base, rec.Branch, rec.SandboxPath = "/src/r", "0123abcd", "spawn/20261123-0931-ab12/add-total", "/src/r/.spawn/worktrees/x"
 	rec.Isolation = &Isolation{Mode: "bwrap", Network: "model-only", Limits: Limits{Processes: 1024, MemoryBytes: 8 << 30, DiskBytes: 20 << 30, EnforcedBy: "cgroup v2"}}
-	rec.CommandLines = []CommandLine{{LLM: LLMClaude, Role: RoleCoder, Iteration: 1, Argv: []string{"claude", "-p"}, StartedAt: at, ExitCode: -1, Pid: 10, AgentPid: 11, Session: "s1", Stdout: "coder-1.stdout", Stderr: "coder-1.stderr", Tools: []string{"Read"}}}
+	rec.CommandLines = []CommandLine{{LLM: LLMClaude, Role: RoleCoder, Iteration: 1, Argv: []string{"claude", "-p"}, StartedAt: at, ExitCode: -1, Pid: 10, AgentPid: 11, Session: "s1", Stdout: "coder-1.stdout", Stderr: "coder-1.stderr", Tools: []string{"Read"},
+		SessionTokens: &Tokens{Input: 50, Cached: 10, Output: 25}}}
 	rec.PermissionsRequested = []PermissionRequest{{LLM: LLMClaude, Iteration: 1, Tool: "Bash", Input: json.RawMessage(`{"command":"go test ./..."}`), Rule: "Bash(go test:*)"}}
 	rec.PermissionsGranted = []PermissionGrant{{LLM: LLMClaude, Iteration: 1, Tool: "Bash", Rule: "Bash(go test:*)"}}
 	f := Finding{ID: "F1", Severity: SeverityHigh, Domain: "technical_feasibility", File: "calc.go", Line: 19, Title: "Total starts from one", Status: FindingResolved}

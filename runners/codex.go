@@ -365,7 +365,8 @@ type codexStream struct {
 // model turns (its last 4 MiB: see sessionText); NumTurns counts model turns (runs of messages and tool
 // starts ended by tool results); Usage is turn.completed's, which codex
 // 0.171.0 counts over the whole thread: a resumed turn's Usage includes
-// every earlier turn of its thread (Result.UsageCumulative is set).
+// every earlier turn of its thread (Result.UsageCumulative is set; a
+// turn.failed reports no usage, and no running total).
 // Error items (an unknown model's "Model metadata ... not found") and
 // other error lines are kept in ErrorMessage of a successful result.
 //
@@ -419,6 +420,7 @@ func (s *codexStream) line(l *codexLine, emit func(Event)) {
 		res.Subtype = "success"
 		if l.Usage != nil {
 			res.Usage = Usage{InputTokens: l.Usage.InputTokens, CachedTokens: l.Usage.CachedInputTokens, OutputTokens: l.Usage.OutputTokens}
+			res.UsageCumulative = true
 		}
 		res.ErrorMessage = strings.Join(s.errors, "\n")
 		emit(Event{Kind: KindResult, Result: res})
@@ -524,7 +526,7 @@ func codexChanges(raw json.RawMessage) string {
 
 // result starts the result from what the stream said before its end.
 func (s *codexStream) result() *Result {
-	return &Result{Text: s.text.String(), SessionID: s.threadID, NumTurns: s.turns, UsageCumulative: true}
+	return &Result{Text: s.text.String(), SessionID: s.threadID, NumTurns: s.turns}
 }
 
 // codexStatus finds "status 429" / "last status: 429" in codex's messages.

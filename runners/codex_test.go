@@ -267,7 +267,7 @@ func TestCodexParseTranscripts(t *testing.T) {
 			assert.Equal(t, thread, res.SessionID)
 			assert.Equal(t, tc.numTurns, res.NumTurns)
 			assert.Equal(t, tc.usage, res.Usage)
-			assert.True(t, res.UsageCumulative)
+			assert.Equal(t, !tc.isError, res.UsageCumulative, "a running total where codex reported one: none on a failed turn")
 			assert.Equal(t, tc.apiStatus, res.APIErrorStatus)
 			assert.Equal(t, tc.errorMsg, res.ErrorMessage)
 		})

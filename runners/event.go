@@ -170,8 +170,8 @@ type Result struct {
 	Usage     Usage
 	// UsageCumulative says Usage counts the whole session so far, not this
 	// process's turn alone: codex reports its thread's running total, so a
-	// resumed turn's Usage includes every earlier turn's. False for claude
-	// and gemini.
+	// resumed turn's Usage includes every earlier turn's (Own is the
+	// process's part). False for claude and gemini.
 	UsageCumulative bool
 	Denials         []Denial
 	// APIErrorStatus is the HTTP status (100 to 599) of a failed model API
@@ -182,4 +182,27 @@ type Result struct {
 	APIErrorStatus int
 	ErrorType      string // gemini error.type, or claude's terminal_reason on error
 	ErrorMessage   string
+}
+
+// Own is what the result's process used itself. before is the running
+// total the same session's CLI reported at the end of its previous
+// process (zero for a new session); it is subtracted from a cumulative
+// Usage, and ignored for a CLI that reports each process's own use.
+//
+// A running total below before in any of its counts is no continuation
+// of before: the CLI started the thread afresh or reset its counters. It
+// is taken as a fresh total, all of it this process's, so that a process
+// never counts negative tokens.
+func (r *Result) Own(before Usage) Usage {
+	u := r.Usage
+	if !r.UsageCumulative || u.InputTokens < before.InputTokens || u.CachedTokens < before.CachedTokens ||
+		u.OutputTokens < before.OutputTokens || u.CostUSD < before.CostUSD {
+		return u
+	}
+	return Usage{
+		InputTokens:  u.InputTokens - before.InputTokens,
+		CachedTokens: u.CachedTokens - before.CachedTokens,
+		OutputTokens: u.OutputTokens - before.OutputTokens,
+		CostUSD:      u.CostUSD - before.CostUSD,
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 // recorder is the Sink that keeps the record: it folds every event into
@@ -91,6 +92,24 @@ func (r *recorder) hasMessage(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.ContainsFunc(r.rec.Messages, func(m observability.Message) bool { return m.ID == id })
+}
+
+// sessionTotal is the running total of the session id's tokens that its
+// CLI printed last, as the record's command lines keep it: what the
+// session's next process is charged from. Zero for "", for a session whose
+// CLI reports each process's own use, or one the record does not know.
+func (r *recorder) sessionTotal(id string) runners.Usage {
+	if id == "" {
+		return runners.Usage{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range slices.Backward(r.rec.CommandLines) {
+		if c.Session == id && c.SessionTokens != nil {
+			return runners.Usage{InputTokens: c.SessionTokens.Input, CachedTokens: c.SessionTokens.Cached, OutputTokens: c.SessionTokens.Output}
+		}
+	}
+	return runners.Usage{}
 }
 
 // save writes the record as it is now, once the writes under way have

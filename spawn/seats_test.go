@@ -26,6 +26,8 @@ import (
 type seated struct {
 	repo string
 	srv  *modelserver.Server
+	cfg  config.Config
+	env  []string
 	rec  *observability.Record
 	err  error
 }
@@ -57,7 +59,7 @@ func runSeated(t *testing.T, mode observability.Mode, coder string, reviewers []
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	r := &seated{repo: repo.Dir, srv: srv}
+	r := &seated{repo: repo.Dir, srv: srv, cfg: cfg, env: env}
 	r.rec, r.err = Run(ctx, Options{Task: demo.Task, RepoDir: repo.Dir, Config: cfg, Env: env}, nil)
 	require.NotEmpty(t, r.rec.ID, "%v", r.err)
 	return r

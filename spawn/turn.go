@@ -180,6 +180,7 @@ func (r *run) supervise(ctx context.Context, a watcher.Agent, who agent, turn ru
 		Streams:    log.streams,
 		OnProcess:  log.process,
 		OnProgress: log.progress,
+		Total:      r.record.sessionTotal(turn.Resume),
 	})
 	errs := append(log.ended(sess), log.close()...)
 	var se *fault.Error
@@ -271,7 +272,10 @@ func (l *sessionLog) process(n int, out watcher.Outcome) {
 		e.Process.Session = out.Result.SessionID
 	}
 	if res := out.Result; res != nil {
-		e.Usage = &observability.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+		e.Usage = &observability.Usage{InputTokens: out.Usage.InputTokens, OutputTokens: out.Usage.OutputTokens}
+		if res.UsageCumulative {
+			e.Process.SessionTokens = &observability.Tokens{Input: res.Usage.InputTokens, Cached: res.Usage.CachedTokens, Output: res.Usage.OutputTokens}
+		}
 	}
 	l.emit(e)
 }
@@ -321,7 +325,8 @@ func (l *sessionLog) close() []error {
 }
 
 // replyOf is a session's session id, final message, and the tokens its
-// processes reported.
+// processes used (watcher.Outcome.Usage: their own, not their thread's
+// running total).
 func replyOf(sess *watcher.Session) team.Reply {
 	if sess == nil {
 		return team.Reply{}
@@ -331,11 +336,9 @@ func replyOf(sess *watcher.Session) team.Reply {
 		reply.Text = sess.Result.Text
 	}
 	for _, p := range sess.Processes {
-		if p.Result != nil {
-			reply.Tokens.Input += p.Result.Usage.InputTokens
-			reply.Tokens.Cached += p.Result.Usage.CachedTokens
-			reply.Tokens.Output += p.Result.Usage.OutputTokens
-		}
+		reply.Tokens.Input += p.Usage.InputTokens
+		reply.Tokens.Cached += p.Usage.CachedTokens
+		reply.Tokens.Output += p.Usage.OutputTokens
 	}
 	return reply
 }

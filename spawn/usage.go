@@ -162,7 +162,9 @@ func sessionBudget(limit, spent float64) (budget float64, ok bool) {
 	return limit - spent, true
 }
 
-// agentUsage is what one session used, as usage.by_agent keeps it.
+// agentUsage is what one session used, as usage.by_agent keeps it: its
+// processes' own tokens (watcher.Outcome.Usage), not their thread's
+// running total.
 func agentUsage(who agent, sess *watcher.Session) observability.AgentUsage {
 	u := observability.AgentUsage{LLM: who.llm, Role: who.role, Iteration: who.round, Seat: who.seat}
 	if sess == nil {
@@ -170,10 +172,8 @@ func agentUsage(who agent, sess *watcher.Session) observability.AgentUsage {
 	}
 	u.CostUSD, u.Turns = sess.CostUSD, sess.Turns
 	for _, p := range sess.Processes {
-		if p.Result != nil {
-			u.InputTokens += p.Result.Usage.InputTokens
-			u.OutputTokens += p.Result.Usage.OutputTokens
-		}
+		u.InputTokens += p.Usage.InputTokens
+		u.OutputTokens += p.Usage.OutputTokens
 	}
 	return u
 }

@@ -113,6 +113,9 @@ type Outcome struct {
 	// Result is the final result event, nil when the agent printed none
 	// (it crashed, was killed or was interrupted).
 	Result *runners.Result
+	// Usage is what the process used itself (runners.Result.Own): set by
+	// Supervise, which knows its session's earlier total; zero from Run.
+	Usage runners.Usage
 	// Stopped says why the watcher stopped the agent: one of the Stop*
 	// constants, or "" when it ended by itself.
 	Stopped StopReason

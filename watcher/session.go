@@ -65,6 +65,12 @@ type Hooks struct {
 	OnProgress func(observability.Progress)
 	// OnEvent sees every raw agent event.
 	OnEvent func(runners.Event)
+	// Total is the running total of usage the resumed session's CLI
+	// reported last (the Session.Total its earlier Supervise ended with);
+	// zero for a new session. A CLI that reports its session's running
+	// total (runners.Result.UsageCumulative) counts its next process's
+	// usage from it.
+	Total runners.Usage
 }
 
 // Session is the outcome of a supervised session.
@@ -87,6 +93,23 @@ type Session struct {
 	// (go test, npm test, pytest, make test...) and the end of its output,
 	// "" when it ran none.
 	Tests string
+	// Total is the running total of usage the session's CLI reported last,
+	// for a CLI that reports one (runners.Result.UsageCumulative), and
+	// Hooks.Total until it does: what a later resume of the session counts
+	// from. Zero for a CLI that reports each process's own use.
+	Total runners.Usage
+	// totalOf is the session id Total is the total of.
+	totalOf string
+}
+
+// own is what res's process used itself (runners.Result.Own): counted from
+// Total when res continues the session Total is of, and from nothing when
+// res is of another session (the CLI started a new one instead).
+func (s *Session) own(res *runners.Result) runners.Usage {
+	if res.SessionID != s.totalOf {
+		return res.Own(runners.Usage{})
+	}
+	return res.Own(s.Total)
 }
 
 // Last is the last process's outcome.
@@ -104,6 +127,9 @@ func (s *Session) Last() Outcome {
 // StopCancelled). The error is set only when a process could not start.
 func Supervise(ctx context.Context, agent Agent, turn runners.Turn, p Policy, hooks Hooks) (*Session, error) {
 	sv := &supervisor{s: &Session{}, p: p, hooks: hooks, start: time.Now(), files: map[string]bool{}, allow: append([]string(nil), turn.Allow...)}
+	if turn.Resume != "" {
+		sv.s.Total, sv.s.totalOf = hooks.Total, turn.Resume
+	}
 	if p.TotalTimeout > 0 {
 		sv.deadline = sv.start.Add(p.TotalTimeout)
 	}
@@ -180,6 +206,12 @@ func (sv *supervisor) process(ctx context.Context, agent Agent, n int, turn runn
 		return out, nil, err
 	}
 	tr.finish(out.Result)
+	if res := out.Result; res != nil {
+		out.Usage = s.own(res)
+		if res.UsageCumulative {
+			s.Total, s.totalOf = res.Usage, res.SessionID
+		}
+	}
 	s.Processes = append(s.Processes, out)
 	s.Result, s.Stopped = out.Result, out.Stopped
 	if out.Init != nil && out.Init.SessionID != "" {
@@ -404,20 +436,24 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 
 // finish replaces this process's cost estimate with the cost the CLI
 // reported, when it reported one, and estimates it from the result's token
-// totals when the CLI reported tokens only.
+// totals when the CLI reported tokens only. Either is the process's own
+// (Session.own): a resumed codex thread's total counts again the turns
+// its earlier processes were charged for.
 func (t *tracker) finish(res *runners.Result) {
 	if t.tests != nil {
 		t.s.Tests = "$ " + oneLineCmd(t.tests.cmd) + "\n" + tail(t.tests.out, maxTestLines, maxTestBytes)
 		t.tests = nil
 	}
-	switch {
-	case res == nil:
-	case res.Usage.CostUSD > 0:
-		t.s.CostUSD = t.costBase + res.Usage.CostUSD
-	case res.Usage.InputTokens+res.Usage.OutputTokens > 0:
-		// The CLI reports its tokens but no price (gemini), and no usage
-		// on the way: the estimate comes from its totals.
-		t.s.CostUSD = max(t.s.CostUSD, t.costBase+runners.EstimateCost(t.model, res.Usage))
+	if res == nil {
+		return
+	}
+	switch own := t.s.own(res); {
+	case own.CostUSD > 0:
+		t.s.CostUSD = t.costBase + own.CostUSD
+	case own.InputTokens+own.OutputTokens > 0:
+		// The CLI reports its tokens but no price (gemini, codex), and no
+		// usage on the way: the estimate comes from its totals.
+		t.s.CostUSD = max(t.s.CostUSD, t.costBase+runners.EstimateCost(t.model, own))
 	}
 }
 

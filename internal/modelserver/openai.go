@@ -86,14 +86,16 @@ func (x *exchange) openaiResponses() {
 			"error": nil, "incomplete_details": nil, "usage": usage,
 		}
 	}
+	served := Usage{Input: inputTokens, Cached: openaiCachedTokens, Output: outputTokens}
 	usage := map[string]any{
-		"input_tokens":          inputTokens,
-		"input_tokens_details":  map[string]any{"cached_tokens": openaiCachedTokens},
-		"output_tokens":         outputTokens,
+		"input_tokens":          served.Input,
+		"input_tokens_details":  map[string]any{"cached_tokens": served.Cached},
+		"output_tokens":         served.Output,
 		"output_tokens_details": map[string]any{"reasoning_tokens": 0},
-		"total_tokens":          inputTokens + outputTokens,
+		"total_tokens":          served.Input + served.Output,
 	}
 	if !c.stream {
+		x.served(served)
 		x.writeJSON(http.StatusOK, response("completed", items, usage))
 		return
 	}
@@ -119,9 +121,20 @@ func (x *exchange) openaiResponses() {
 	for i, item := range items {
 		ok = ok && openaiItemEvents(ev, i, item)
 	}
+	if ok {
+		x.served(served)
+	}
 	if ok = ok && ev("response.completed", map[string]any{"response": response("completed", items, usage)}); !ok {
+		x.rec.Usage = Usage{} // logged when the exchange ends
 		x.logf("openai answer cut short: client gone")
 	}
+}
+
+// served logs the usage an answer reports before the answer is sent: a
+// client that has read the answer finds its usage in Requests.
+func (x *exchange) served(u Usage) {
+	x.rec.Usage = u
+	x.update()
 }
 
 // openaiItemEvents sends the events of one output item at index i, from

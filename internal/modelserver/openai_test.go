@@ -209,7 +209,7 @@ func TestOpenAISideRequestAndNonStreamed(t *testing.T) {
 	// # no tools: a side request, answered without consuming the turn
 	body := codexBody("/w", userItem("summarize"))
 	delete(body, "tools")
-	items, _ := openaiTurn(t, s, body)
+	items, streamed := openaiTurn(t, s, body)
 	assert.Equal(t, openaiSideText, items[0]["content"].([]any)[0].(map[string]any)["text"])
 
 	// # stream false: one JSON response object
@@ -231,6 +231,13 @@ func TestOpenAISideRequestAndNonStreamed(t *testing.T) {
 	assert.Equal(t, -1, reqs[0].Turn)
 	assert.True(t, reqs[1].Main)
 	assert.Equal(t, 0, reqs[1].Turn)
+
+	// # each answer's usage is logged as it reported it
+	for i, usage := range []any{streamed["usage"], r["usage"]} {
+		u := usage.(map[string]any)
+		assert.Equal(t, Usage{Input: int64(u["input_tokens"].(float64)), Cached: int64(u["input_tokens_details"].(map[string]any)["cached_tokens"].(float64)),
+			Output: int64(u["output_tokens"].(float64))}, reqs[i].Usage, "request %d", i)
+	}
 }
 
 func TestOpenAIErrors(t *testing.T) {

@@ -61,6 +61,16 @@ type Request struct {
 	// SessionID is claude's X-Claude-Code-Session-Id header or codex's
 	// Thread-Id header (the thread id `codex exec resume` takes), if any.
 	SessionID string
+	// Usage is the tokens an OpenAI answer reported (its response's
+	// usage), logged before the answer's last event was sent; zero for an
+	// answer of another API, an error, or an answer cut short.
+	Usage Usage
+}
+
+// Usage is the tokens an answer reported: Input counts every input token,
+// Cached the part of Input served from the prompt cache.
+type Usage struct {
+	Input, Cached, Output int64
 }
 
 // ToolResultSeen is one tool result found in a request's history: an
