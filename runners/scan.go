@@ -363,7 +363,7 @@ func matchKey(key []byte, names ...string) (i int, decline bool) {
 
 // once marks field i as read in seen, and reports false when it already
 // was: a repeated key goes to the full decoder.
-func once(seen *uint8, i int) bool {
+func once(seen *uint32, i int) bool {
 	if *seen&(1<<i) != 0 {
 		return false
 	}
@@ -379,6 +379,15 @@ func (s *jsonScanner) stringField(dst *string) bool {
 	v, ok := s.strValue()
 	*dst = v
 	return ok
+}
+
+// stringOrNull reads a string value into *dst, or null, which leaves *dst
+// as it is (as encoding/json does); any other value declines.
+func (s *jsonScanner) stringOrNull(dst *string) bool {
+	if s.peek() == 'n' {
+		return s.literal("null")
+	}
+	return s.stringField(dst)
 }
 
 // strValue reads the string at s.i and returns what encoding/json decodes
@@ -475,8 +484,9 @@ func u4(b []byte, i int) rune {
 
 // claudeFastLine parses a claude stream-json line on the fast path. It
 // reports handled false when the line must go to the full decoder: it is
-// neither a user nor an assistant line, or not one the fast path is sure to
-// read as encoding/json does. When handled, events holds the line's events
+// neither a user nor an assistant line nor a system notice (a system line
+// other than init and api_retry, which has no event), or not one the fast
+// path is sure to read as encoding/json does. When handled, events holds the line's events
 // in order (it is buf, reused), which may be none; the line was valid JSON.
 //
 // The message is read in the same pass whether the type comes before it or
@@ -486,11 +496,12 @@ func u4(b []byte, i int) rune {
 // call skip names is not decoded (see Claude.Parse).
 func claudeFastLine(line []byte, buf []Event, skip func(id string) bool) (events []Event, handled bool) {
 	s := jsonScanner{b: line}
-	var kind string // "user" or "assistant" once the type is read
+	var kind string // "user", "assistant" or "system" once the type is read
+	var subtype string
 	var msg fastMessage
-	var seen uint8
+	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "type", "message")
+		i, decline := matchKey(key, "type", "message", "subtype")
 		switch {
 		case decline:
 			return false
@@ -508,11 +519,15 @@ func claudeFastLine(line []byte, buf []Event, skip func(id string) bool) (events
 				kind = "user"
 			case ok && plain && string(typ) == `"assistant"`:
 				kind = "assistant"
+			case ok && plain && string(typ) == `"system"`:
+				kind = "system"
 			default:
 				// Another type goes to the full decoder: stop here.
 				return false
 			}
 			return true
+		case i == 2:
+			return s.stringOrNull(&subtype)
 		}
 		switch s.peek() {
 		case 'n':
@@ -525,6 +540,12 @@ func claudeFastLine(line []byte, buf []Event, skip func(id string) bool) (events
 	})
 	if s.ws(); !ok || s.i != len(s.b) || kind == "" {
 		return buf[:0], false
+	}
+	if kind == "system" {
+		// A system line other than init and api_retry (a notice such as
+		// vcs_state_changed) has no event; those two go to the full
+		// decoder.
+		return buf[:0], subtype != "init" && subtype != "api_retry"
 	}
 	return msg.events(kind, buf[:0], skip)
 }
@@ -577,7 +598,7 @@ func (m *fastMessage) events(kind string, events []Event, skip func(id string) b
 
 // message reads a message object into m.
 func (s *jsonScanner) message(m *fastMessage) bool {
-	var seen uint8
+	var seen uint32
 	return s.object(func(key []byte) bool {
 		i, decline := matchKey(key, "id", "content", "usage")
 		switch {
@@ -627,7 +648,7 @@ func (s *jsonScanner) block(b *fastBlock) bool {
 	if s.peek() != '{' {
 		return false
 	}
-	var seen uint8
+	var seen uint32
 	return s.object(func(key []byte) bool {
 		i, decline := matchKey(key, "type", "text", "id", "name", "input", "tool_use_id", "is_error", "content")
 		switch {
@@ -695,7 +716,7 @@ func (s *jsonScanner) toolResultText() (string, bool) {
 			// A map: keys are unquoted and looked up exactly, then with
 			// strings.EqualFold; matchKey declines any key that could fold.
 			var typ, text string
-			var seen uint8
+			var seen uint32
 			ok := s.object(func(key []byte) bool {
 				i, decline := matchKey(key, "type", "text")
 				switch {
@@ -732,7 +753,7 @@ func (s *jsonScanner) assistantMessage(events []Event) ([]Event, bool) {
 	first := len(events)
 	var id string
 	var usage *Usage
-	var seen uint8
+	var seen uint32
 	ok := s.object(func(key []byte) bool {
 		i, decline := matchKey(key, "id", "content", "usage")
 		switch {
@@ -786,7 +807,7 @@ func (s *jsonScanner) assistantBlock(events []Event) ([]Event, bool) {
 	}
 	var typ, text string
 	var tu ToolUse
-	var seen uint8
+	var seen uint32
 	ok := s.object(func(key []byte) bool {
 		i, decline := matchKey(key, "type", "text", "id", "name", "input")
 		switch {
@@ -831,7 +852,7 @@ func (s *jsonScanner) assistantBlock(events []Event) ([]Event, bool) {
 // sums it. A count that is not an integer declines.
 func (s *jsonScanner) usage() (*Usage, bool) {
 	var in, create, read, out int64
-	var seen uint8
+	var seen uint32
 	ok := s.object(func(key []byte) bool {
 		i, decline := matchKey(key, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 		switch {
