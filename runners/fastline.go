@@ -1,0 +1,237 @@
+package runners
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// The fast paths of Codex.Parse and Gemini.Parse. A line of their streams
+// is read into the struct encoding/json would decode it into (codexLine,
+// geminiLine), in one pass over its bytes, and the stream's own code
+// makes the events from that struct as before: the two paths differ only
+// in how the struct is filled. The rule is claudeFastLine's (see scan.go):
+// the fast path fills it only when it is sure to fill it as encoding/json
+// does, and declines anything unusual (a key that differs from a field
+// name only in case, or holds an escape or a byte outside ASCII; a
+// repeated key; a value of an unexpected type; a count that is not an
+// integer; invalid JSON), which then goes to encoding/json.
+// TestCodexFastPath*, TestGeminiFastPath* and their fuzz targets hold the
+// two paths to the same events.
+
+// codexFields are codexLine's JSON names, in the order codexFastLine
+// numbers them.
+var codexFields = [...]string{"type", "thread_id", "item", "message", "usage", "error"}
+
+// codexItemFields are codexItem's JSON names.
+var codexItemFields = [...]string{"id", "type", "text", "command", "aggregated_output", "exit_code", "status",
+	"changes", "server", "tool", "arguments", "result", "message", "query"}
+
+// codexFastLine reads a line of `codex exec --json` into l, which must be
+// the zero value, as decode does, and reports whether it did; false leaves
+// l partly filled, for the caller to reset. It reads every line but
+// turn.completed and turn.failed (usage, error), which are few.
+func codexFastLine(line []byte, l *codexLine) bool {
+	s := jsonScanner{b: line}
+	var seen uint32
+	ok := s.object(func(key []byte) bool {
+		i, decline := matchKey(key, codexFields[:]...)
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		}
+		switch i {
+		case 0:
+			return s.stringOrNull(&l.Type)
+		case 1:
+			return s.stringOrNull(&l.ThreadID)
+		case 2:
+			switch s.peek() {
+			case 'n':
+				return s.literal("null")
+			case '{':
+				l.Item = &codexItem{}
+				return s.codexItem(l.Item)
+			}
+			return false
+		case 3:
+			return s.stringOrNull(&l.Message)
+		default:
+			return false // usage, error: encoding/json's
+		}
+	})
+	s.ws()
+	return ok && s.i == len(s.b)
+}
+
+// codexItem reads an item object into it.
+func (s *jsonScanner) codexItem(it *codexItem) bool {
+	var seen uint32
+	return s.object(func(key []byte) bool {
+		i, decline := matchKey(key, codexItemFields[:]...)
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		}
+		switch i {
+		case 5:
+			return s.intPtr(&it.ExitCode)
+		case 7:
+			return s.raw(&it.Changes)
+		case 10:
+			return s.raw(&it.Arguments)
+		case 11:
+			return s.raw(&it.Result)
+		}
+		return s.stringOrNull([...]*string{0: &it.ID, 1: &it.Type, 2: &it.Text, 3: &it.Command, 4: &it.AggregatedOutput,
+			6: &it.Status, 8: &it.Server, 9: &it.Tool, 12: &it.Message, 13: &it.Query}[i])
+	})
+}
+
+// geminiFields are geminiLine's JSON names.
+var geminiFields = [...]string{"type", "session_id", "model", "role", "content", "tool_name", "tool_id",
+	"parameters", "status", "output", "error", "severity", "message", "stats"}
+
+// geminiErrorFields are geminiError's JSON names.
+var geminiErrorFields = [...]string{"type", "message", "code"}
+
+// geminiStatsFields are the JSON names of geminiLine's Stats.
+var geminiStatsFields = [...]string{"input_tokens", "cached", "output_tokens"}
+
+// geminiFastLine reads a line of gemini's stream-json into l, which must
+// be the zero value, as decode does, and reports whether it did; false
+// leaves l partly filled, for the caller to reset.
+func geminiFastLine(line []byte, l *geminiLine) bool {
+	s := jsonScanner{b: line}
+	var seen uint32
+	ok := s.object(func(key []byte) bool {
+		i, decline := matchKey(key, geminiFields[:]...)
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		}
+		switch i {
+		case 7:
+			return s.raw(&l.Parameters)
+		case 10:
+			switch s.peek() {
+			case 'n':
+				return s.literal("null")
+			case '{':
+				l.Error = &geminiError{}
+				return s.geminiError(l.Error)
+			}
+			return false
+		case 13:
+			switch s.peek() {
+			case 'n':
+				return s.literal("null")
+			case '{':
+				l.Stats = &geminiStats{}
+				return s.geminiStats(l.Stats)
+			}
+			return false
+		}
+		return s.stringOrNull([...]*string{0: &l.Type, 1: &l.SessionID, 2: &l.Model, 3: &l.Role, 4: &l.Content,
+			5: &l.ToolName, 6: &l.ToolID, 8: &l.Status, 9: &l.Output, 11: &l.Severity, 12: &l.Message}[i])
+	})
+	s.ws()
+	return ok && s.i == len(s.b)
+}
+
+// geminiError reads the error object of a tool_result or result line.
+func (s *jsonScanner) geminiError(e *geminiError) bool {
+	var seen uint32
+	return s.object(func(key []byte) bool {
+		i, decline := matchKey(key, geminiErrorFields[:]...)
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		case i == 0:
+			return s.stringOrNull(&e.Type)
+		case i == 1:
+			return s.stringOrNull(&e.Message)
+		default:
+			return s.raw(&e.Code)
+		}
+	})
+}
+
+// geminiStats reads the stats of a result line.
+func (s *jsonScanner) geminiStats(st *geminiStats) bool {
+	var seen uint32
+	return s.object(func(key []byte) bool {
+		i, decline := matchKey(key, geminiStatsFields[:]...)
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		}
+		return s.int64OrNull([...]*int64{&st.InputTokens, &st.Cached, &st.OutputTokens}[i])
+	})
+}
+
+// raw reads any value into *dst as a json.RawMessage takes it: its bytes,
+// copied.
+func (s *jsonScanner) raw(dst *json.RawMessage) bool {
+	start := s.i
+	if !s.skip() {
+		return false
+	}
+	*dst = append(json.RawMessage(nil), s.b[start:s.i]...)
+	return true
+}
+
+// integer reads a JSON number that is an integer an int64 holds.
+func (s *jsonScanner) integer() (int64, bool) {
+	start := s.i
+	if !s.number() {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+	return n, err == nil
+}
+
+// int64OrNull reads an integer into *dst, or null, which leaves it as it
+// is; any other value declines.
+func (s *jsonScanner) int64OrNull(dst *int64) bool {
+	if s.peek() == 'n' {
+		return s.literal("null")
+	}
+	n, ok := s.integer()
+	*dst = n
+	return ok
+}
+
+// intPtr reads an integer into a new *dst, or null, which leaves *dst nil
+// (*dst must be nil); any other value declines.
+func (s *jsonScanner) intPtr(dst **int) bool {
+	if s.peek() == 'n' {
+		return s.literal("null")
+	}
+	n, ok := s.integer()
+	if !ok || int64(int(n)) != n {
+		return false
+	}
+	v := int(n)
+	*dst = &v
+	return true
+}
