@@ -235,3 +235,78 @@ func (s *jsonScanner) intPtr(dst **int) bool {
 	*dst = &v
 	return true
 }
+
+// toolInputFields are toolInput's JSON names.
+var toolInputFields = [...]string{"command", "file_path", "notebook_path", "path", "changes"}
+
+// toolInputOf decodes a tool call's input as json.Unmarshal does; ok is
+// false when Unmarshal fails. Every tool result of a session asks (see
+// ToolUse.Command): the usual input is read by a fast path.
+func toolInputOf(raw json.RawMessage) (in toolInput, ok bool) {
+	if fastToolInput(raw, &in) {
+		return in, true
+	}
+	in = toolInput{}
+	return in, json.Unmarshal(raw, &in) == nil
+}
+
+// fastToolInput reads raw into in, which must be the zero value, and
+// reports whether it did as json.Unmarshal does without error; false
+// leaves in partly filled.
+func fastToolInput(raw []byte, in *toolInput) bool {
+	s := jsonScanner{b: raw}
+	var seen uint32
+	ok := s.object(func(key []byte) bool {
+		i, decline := matchKey(key, toolInputFields[:]...)
+		switch {
+		case decline:
+			return false
+		case i < 0:
+			return s.skip()
+		case !once(&seen, i):
+			return false
+		case i < 4:
+			return s.stringOrNull([...]*string{&in.Command, &in.FilePath, &in.NotebookPath, &in.Path}[i])
+		}
+		switch s.peek() {
+		case 'n':
+			return s.literal("null")
+		case '[':
+		default:
+			return false
+		}
+		// An empty array is an empty slice, not nil, as encoding/json has it.
+		in.Changes = []toolChange{}
+		return s.array(func() bool {
+			var c toolChange
+			switch s.peek() {
+			case 'n':
+				if !s.literal("null") {
+					return false
+				}
+			case '{':
+				var seen uint32
+				if !s.object(func(key []byte) bool {
+					i, decline := matchKey(key, "path")
+					switch {
+					case decline:
+						return false
+					case i < 0:
+						return s.skip()
+					case !once(&seen, i):
+						return false
+					}
+					return s.stringOrNull(&c.Path)
+				}) {
+					return false
+				}
+			default:
+				return false
+			}
+			in.Changes = append(in.Changes, c)
+			return true
+		})
+	})
+	s.ws()
+	return ok && s.i == len(s.b)
+}

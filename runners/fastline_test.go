@@ -2,6 +2,7 @@ package runners
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -322,4 +323,52 @@ func jsonQuote(b *testing.B, s string) string {
 		}
 	}
 	return `"` + buf.String() + `"`
+}
+
+// toolInputSeeds are tool inputs of every CLI's shape, and inputs that
+// probe encoding/json's reading.
+var toolInputSeeds = []string{
+	`{"command":"go test ./...","description":"Run the tests"}`,
+	`{"file_path":"/w/a.go","content":"package a\n"}`,
+	`{"notebook_path":"n.ipynb","new_source":"x"}`,
+	`{"path":"a.go"}`,
+	`{"changes":[{"path":"/w/a.go","kind":"add"},{"path":"b","kind":"update"}]}`,
+	`{"changes":[]}`, `{"changes":null}`, `{"changes":[null,{"path":null},{}]}`, `{"changes":[{"path":5}]}`, `{"changes":["a"]}`,
+	`{"changes":[{"Path":"folded"}]}`, `{"changes":[{"path":"a","path":"b"}]}`, `{"changes":{"path":"a"}}`,
+	`{"command":null}`, `{"command":5}`, `{"command":"a","command":"b"}`, `{"Command":"folded"}`, `{"comm\u0061nd":"escaped"}`,
+	`{"command":"a\"b\\c\u00e9\ud800"}`, "{\"command\":\"bad \xff\"}", `{"command":"x","other":[1,{"a":null}]}`,
+	`{}`, `[]`, `"str"`, `null`, `5`, ``, `{`, `{"command":"x"} x`, ` {"command":"spaced"} `,
+}
+
+// TestToolInputFastPath: the fast path reads a tool input only as
+// json.Unmarshal reads it without error.
+func TestToolInputFastPath(t *testing.T) {
+	for _, raw := range toolInputSeeds {
+		checkToolInput(t, []byte(raw))
+	}
+}
+
+// FuzzToolInputFastPath: TestToolInputFastPath on any input.
+func FuzzToolInputFastPath(f *testing.F) {
+	for _, raw := range toolInputSeeds {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkToolInput(t, raw)
+	})
+}
+
+func checkToolInput(t *testing.T, raw []byte) {
+	t.Helper()
+	var fast, slow toolInput
+	err := json.Unmarshal(raw, &slow)
+	if !fastToolInput(raw, &fast) {
+		return
+	}
+	if err != nil {
+		t.Fatalf("fast path read %q, which json.Unmarshal fails on: %v", raw, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("fast path read %q as %+v, json.Unmarshal as %+v", raw, fast, slow)
+	}
 }
