@@ -1,8 +1,11 @@
 package runners
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // The fast paths of Codex.Parse and Gemini.Parse. A line of their streams
@@ -309,4 +312,121 @@ func fastToolInput(raw []byte, in *toolInput) bool {
 	})
 	s.ws()
 	return ok && s.i == len(s.b)
+}
+
+// summaryKeys are the keys of a tool call's input InputSummary tells, in
+// the order it looks for them.
+var summaryKeys = [...]string{"command", "file_path", "path", "pattern", "url", "query"}
+
+// InputSummary is the telling part of a tool call's input (a JSON
+// object), for a person: the value of the first of its command, file_path,
+// path, pattern, url and query that is a string (isValue true); else the
+// paths of the changes of several files it lists, joined by spaces (as
+// codex's file_change has them); else "". An input that is not JSON has
+// none. The narration asks for every tool call: the usual input is read by
+// a fast path.
+func InputSummary(input json.RawMessage) (summary string, isValue bool) {
+	if summary, isValue, ok := fastInputSummary(input); ok {
+		return summary, isValue
+	}
+	return inputSummary(input)
+}
+
+// inputSummary is InputSummary through a map[string]any, the reference
+// of the fast path.
+func inputSummary(input json.RawMessage) (string, bool) {
+	var m map[string]any
+	if json.Unmarshal(input, &m) != nil {
+		return "", false
+	}
+	for _, k := range summaryKeys {
+		if v, ok := m[k].(string); ok {
+			return v, true
+		}
+	}
+	var paths []string
+	if changes, ok := m["changes"].([]any); ok {
+		for _, c := range changes {
+			change, _ := c.(map[string]any) // not an object: no path
+			if p, ok := change["path"].(string); ok {
+				paths = append(paths, p)
+			}
+		}
+	}
+	return strings.Join(paths, " "), false
+}
+
+// fastInputSummary is InputSummary when ok; ok is false for an input it
+// does not read as inputSummary does (one with a key that holds an
+// escape, or that is not JSON). A map holds the last value of a key.
+func fastInputSummary(input []byte) (summary string, isValue, ok bool) {
+	s := jsonScanner{b: input, floats: true}
+	type value struct{ start, end int } // where a key's last value is; end 0: none
+	var values [len(summaryKeys)]value
+	var changes value
+	if s.peek() == 'n' {
+		ok = s.literal("null")
+		s.ws()
+		return "", false, ok && s.i == len(s.b)
+	}
+	ok = s.object(func(key []byte) bool {
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return false // an escape may spell a key
+		}
+		v := &changes
+		if i := slices.Index(summaryKeys[:], string(key)); i >= 0 {
+			v = &values[i]
+		} else if string(key) != "changes" {
+			return s.skip()
+		}
+		v.start = s.i
+		if !s.skip() {
+			return false
+		}
+		v.end = s.i
+		return true
+	})
+	if s.ws(); !ok || s.i != len(s.b) {
+		return "", false, false
+	}
+	for _, v := range values {
+		if v.end > 0 && input[v.start] == '"' {
+			sub := jsonScanner{b: input[:v.end], i: v.start}
+			summary, ok := sub.strValue()
+			return summary, true, ok
+		}
+	}
+	if changes.end == 0 || input[changes.start] != '[' {
+		return "", false, true
+	}
+	sub := jsonScanner{b: input[:changes.end], i: changes.start, floats: true}
+	var paths []string
+	ok = sub.array(func() bool {
+		if sub.peek() != '{' {
+			return sub.skip()
+		}
+		var path string
+		isString := false
+		ok := sub.object(func(key []byte) bool {
+			switch {
+			case bytes.IndexByte(key, '\\') >= 0:
+				return false
+			case string(key) != "path":
+				return sub.skip()
+			case sub.peek() == '"':
+				var ok bool
+				path, ok = sub.strValue()
+				isString = true
+				return ok
+			default:
+				isString = false
+				return sub.skip()
+			}
+		})
+		if isString {
+			paths = append(paths, path)
+		}
+		return ok
+	})
+	return strings.Join(paths, " "), false, ok
 }

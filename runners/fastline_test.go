@@ -372,3 +372,48 @@ func checkToolInput(t *testing.T, raw []byte) {
 		t.Fatalf("fast path read %q as %+v, json.Unmarshal as %+v", raw, fast, slow)
 	}
 }
+
+// summarySeeds are tool inputs of every CLI's shape, and inputs that
+// probe how a map[string]any reads them.
+var summarySeeds = []string{
+	`{"command":"go test ./...\nsecond line","description":"Run the tests"}`,
+	`{"file_path":"/w/a.go","content":"package a\n"}`, `{"path":"a.go"}`, `{"pattern":"*.go","path":5}`,
+	`{"url":"https://x.org","query":"q"}`, `{"query":"go generics"}`, `{"description":"no summary"}`,
+	`{"changes":[{"path":"/w/a.go","kind":"add"},{"path":"b","kind":"update"}]}`,
+	`{"changes":[]}`, `{"changes":null}`, `{"changes":[null,{"path":null},{},5,"x",[{"path":"nested"}]]}`,
+	`{"changes":[{"path":5}]}`, `{"changes":[{"Path":"case"}]}`, `{"changes":[{"path":"a","path":"b"}]}`,
+	`{"changes":[{"path":"a","path":1}]}`, `{"changes":{"path":"a"}}`, `{"changes":[{"p\u0061th":"escaped"}]}`,
+	`{"command":null,"path":"p"}`, `{"command":5,"query":"q"}`, `{"command":"a","command":"b"}`, `{"command":"a","command":1}`,
+	`{"Command":"case"}`, `{"comm\u0061nd":"escaped"}`, `{"command":"a\"b\\c\u00e9\ud800 <&>"}`, "{\"command\":\"bad \xff\"}",
+	`{"command":"x","n":1e999}`, `{"command":"x","n":[1.5,-0,2e-400]}`, `{"changes":[{"path":"a","n":1e400}]}`,
+	`{}`, `null`, ` null `, `[]`, `"str"`, `5`, ``, `{`, `{"command":"x"} x`, ` {"command":"spaced"} `,
+}
+
+// TestInputSummaryFastPath: the fast path summarizes a tool input as a
+// map[string]any reads it.
+func TestInputSummaryFastPath(t *testing.T) {
+	for _, raw := range summarySeeds {
+		checkInputSummary(t, []byte(raw))
+	}
+}
+
+// FuzzInputSummaryFastPath: TestInputSummaryFastPath on any input.
+func FuzzInputSummaryFastPath(f *testing.F) {
+	for _, raw := range summarySeeds {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkInputSummary(t, raw)
+	})
+}
+
+func checkInputSummary(t *testing.T, raw []byte) {
+	t.Helper()
+	summary, isValue, ok := fastInputSummary(raw)
+	if !ok {
+		return
+	}
+	if wantSummary, wantIsValue := inputSummary(raw); summary != wantSummary || isValue != wantIsValue {
+		t.Fatalf("fast path summarizes %q as %q (%v), a map as %q (%v)", raw, summary, isValue, wantSummary, wantIsValue)
+	}
+}

@@ -34,6 +34,9 @@ type jsonScanner struct {
 	b     []byte
 	i     int
 	depth int
+	// floats has every number checked to be one a float64 holds, as a
+	// decode into an any needs (encoding/json fails on 1e999 there).
+	floats bool
 }
 
 // ws skips JSON whitespace.
@@ -177,6 +180,11 @@ func (s *jsonScanner) number() bool {
 		}
 		for i < len(b) && isDigit(b[i]) {
 			i++
+		}
+	}
+	if s.floats {
+		if _, err := strconv.ParseFloat(string(b[s.i:i]), 64); err != nil {
+			return false
 		}
 	}
 	s.i = i

@@ -11,6 +11,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 // progressLine is the terminal's Sink of a run's events: on stderr, a line
@@ -213,26 +214,13 @@ func describe(ev observability.Progress) string {
 	return ""
 }
 
-// toolSummary picks the telling field of a tool's input.
+// toolSummary picks the telling field of a tool's input (see
+// runners.InputSummary): its first line, or the paths of a change of
+// several files.
 func toolSummary(input json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(input, &m) != nil {
-		return ""
+	summary, isValue := runners.InputSummary(input)
+	if isValue {
+		return firstLine(summary)
 	}
-	for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query"} {
-		if v, ok := m[k].(string); ok {
-			return firstLine(v)
-		}
-	}
-	// A change of several files (codex's file_change): their paths.
-	if changes, ok := m["changes"].([]any); ok {
-		var paths []string
-		for _, c := range changes {
-			if p, ok := c.(map[string]any)["path"].(string); ok {
-				paths = append(paths, p)
-			}
-		}
-		return strings.Join(paths, " ")
-	}
-	return ""
+	return summary
 }
