@@ -37,7 +37,7 @@ func codexFastLine(line []byte, l *codexLine) bool {
 	s := jsonScanner{b: line}
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, codexFields[:]...)
+		i, decline := s.matchKey(key, codexFields[:]...)
 		switch {
 		case decline:
 			return false
@@ -74,7 +74,7 @@ func codexFastLine(line []byte, l *codexLine) bool {
 func (s *jsonScanner) codexItem(it *codexItem) bool {
 	var seen uint32
 	return s.object(func(key []byte) bool {
-		i, decline := matchKey(key, codexItemFields[:]...)
+		i, decline := s.matchKey(key, codexItemFields[:]...)
 		switch {
 		case decline:
 			return false
@@ -115,7 +115,7 @@ func geminiFastLine(line []byte, l *geminiLine) bool {
 	s := jsonScanner{b: line}
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, geminiFields[:]...)
+		i, decline := s.matchKey(key, geminiFields[:]...)
 		switch {
 		case decline:
 			return false
@@ -157,7 +157,7 @@ func geminiFastLine(line []byte, l *geminiLine) bool {
 func (s *jsonScanner) geminiError(e *geminiError) bool {
 	var seen uint32
 	return s.object(func(key []byte) bool {
-		i, decline := matchKey(key, geminiErrorFields[:]...)
+		i, decline := s.matchKey(key, geminiErrorFields[:]...)
 		switch {
 		case decline:
 			return false
@@ -179,7 +179,7 @@ func (s *jsonScanner) geminiError(e *geminiError) bool {
 func (s *jsonScanner) geminiStats(st *geminiStats) bool {
 	var seen uint32
 	return s.object(func(key []byte) bool {
-		i, decline := matchKey(key, geminiStatsFields[:]...)
+		i, decline := s.matchKey(key, geminiStatsFields[:]...)
 		switch {
 		case decline:
 			return false
@@ -260,7 +260,7 @@ func fastToolInput(raw []byte, in *toolInput) bool {
 	s := jsonScanner{b: raw}
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, toolInputFields[:]...)
+		i, decline := s.matchKey(key, toolInputFields[:]...)
 		switch {
 		case decline:
 			return false
@@ -290,7 +290,7 @@ func fastToolInput(raw []byte, in *toolInput) bool {
 			case '{':
 				var seen uint32
 				if !s.object(func(key []byte) bool {
-					i, decline := matchKey(key, "path")
+					i, decline := s.matchKey(key, "path")
 					switch {
 					case decline:
 						return false

@@ -37,6 +37,9 @@ type jsonScanner struct {
 	// floats has every number checked to be one a float64 holds, as a
 	// decode into an any needs (encoding/json fails on 1e999 there).
 	floats bool
+	// plainKey says the key object hands its member holds no escape and
+	// no byte outside ASCII.
+	plainKey bool
 }
 
 // ws skips JSON whitespace.
@@ -240,12 +243,13 @@ func (s *jsonScanner) object(member func(key []byte) bool) bool {
 		if s.peek() != '"' {
 			return false
 		}
-		raw, _, ok := s.str()
+		raw, plain, ok := s.str()
 		if !ok || s.peek() != ':' {
 			return false
 		}
 		s.i++
 		s.ws()
+		s.plainKey = plain
 		if !member(raw[1 : len(raw)-1]) {
 			return false
 		}
@@ -318,6 +322,17 @@ func keyIs(key []byte, name string) (exact, decline bool) {
 	return false, true
 }
 
+// equalFoldASCII reports whether key and name, of the same length, differ
+// only in ASCII case.
+func equalFoldASCII(key []byte, name string) bool {
+	for i := range len(key) {
+		if lower(key[i]) != lower(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func lower(c byte) byte {
 	if 'A' <= c && c <= 'Z' {
 		return c + 'a' - 'A'
@@ -351,12 +366,25 @@ func hex4(h []byte) rune {
 	return r
 }
 
-// matchKey matches an object key against the field names of a struct as
-// encoding/json does: i is the index of the name key is exactly, -1 for
-// none. decline reports a key the fast path does not judge: one that
-// differs from a name only in ASCII case, or that holds an escape or a
-// byte outside ASCII (encoding/json may fold it onto a name).
-func matchKey(key []byte, names ...string) (i int, decline bool) {
+// matchKey matches the key object handed its member against the field
+// names of a struct as encoding/json does: i is the index of the name key
+// is exactly, -1 for none. decline reports a key the fast path does not
+// judge: one that differs from a name only in ASCII case, or that holds an
+// escape or a byte outside ASCII (encoding/json may fold it onto a name).
+func (s *jsonScanner) matchKey(key []byte, names ...string) (i int, decline bool) {
+	if s.plainKey {
+		// Most keys: only a name of the same length can match, or fold.
+		for i, name := range names {
+			switch {
+			case len(key) != len(name):
+			case string(key) == name:
+				return i, false
+			case equalFoldASCII(key, name):
+				return -1, true
+			}
+		}
+		return -1, false
+	}
 	for i, name := range names {
 		exact, decline := keyIs(key, name)
 		if decline {
@@ -506,10 +534,10 @@ func claudeFastLine(line []byte, buf []Event, skip func(id string) bool) (events
 	s := jsonScanner{b: line}
 	var kind string // "user", "assistant" or "system" once the type is read
 	var subtype string
-	var msg fastMessage
+	msg := fastMessage{skip: skip}
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "type", "message", "subtype")
+		i, decline := s.matchKey(key, "type", "message", "subtype")
 		switch {
 		case decline:
 			return false
@@ -564,6 +592,8 @@ type fastMessage struct {
 	id     string
 	usage  *Usage
 	blocks []fastBlock
+	// skip is Claude.Parse's: the calls whose result text is not decoded.
+	skip func(id string) bool
 }
 
 // fastBlock is one content block of a message: the fields of claudeBlock.
@@ -572,8 +602,11 @@ type fastBlock struct {
 	toolUse   ToolUse
 	result    ToolResult
 	// content is a tool_result's content as the line holds it, JSON,
-	// decoded into result.Content by events when it is wanted.
+	// decoded into result.Content by events when it is wanted, or by
+	// block already (decoded): a string content whose call's id came
+	// before it, and whose call skip does not name.
 	content []byte
+	decoded bool
 }
 
 // events appends the events of a line of kind ("user" or "assistant") to
@@ -585,7 +618,7 @@ func (m *fastMessage) events(kind string, events []Event, skip func(id string) b
 		b := &m.blocks[i]
 		switch {
 		case kind == "user" && b.typ == "tool_result":
-			if b.content != nil && (!skip(b.result.ToolUseID) || b.result.IsError) {
+			if b.content != nil && !b.decoded && (!skip(b.result.ToolUseID) || b.result.IsError) {
 				sub := jsonScanner{b: b.content}
 				text, ok := sub.toolResultText()
 				if !ok || sub.i != len(sub.b) {
@@ -608,7 +641,7 @@ func (m *fastMessage) events(kind string, events []Event, skip func(id string) b
 func (s *jsonScanner) message(m *fastMessage) bool {
 	var seen uint32
 	return s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "id", "content", "usage")
+		i, decline := s.matchKey(key, "id", "content", "usage")
 		switch {
 		case decline:
 			return false
@@ -625,7 +658,7 @@ func (s *jsonScanner) message(m *fastMessage) bool {
 			case '[':
 				return s.array(func() bool {
 					m.blocks = append(m.blocks, fastBlock{})
-					return s.block(&m.blocks[len(m.blocks)-1])
+					return s.block(&m.blocks[len(m.blocks)-1], m.skip)
 				})
 			case '"':
 				// A replayed prompt: a type mismatch that leaves no blocks.
@@ -652,13 +685,13 @@ func (s *jsonScanner) message(m *fastMessage) bool {
 }
 
 // block reads one content block into b.
-func (s *jsonScanner) block(b *fastBlock) bool {
+func (s *jsonScanner) block(b *fastBlock, skip func(id string) bool) bool {
 	if s.peek() != '{' {
 		return false
 	}
 	var seen uint32
 	return s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "type", "text", "id", "name", "input", "tool_use_id", "is_error", "content")
+		i, decline := s.matchKey(key, "type", "text", "id", "name", "input", "tool_use_id", "is_error", "content")
 		switch {
 		case decline:
 			return false
@@ -697,8 +730,18 @@ func (s *jsonScanner) block(b *fastBlock) bool {
 				return false
 			}
 		default:
-			// Checked as JSON now, decoded only if wanted (events).
 			start := s.i
+			if seen&(1<<5) != 0 && s.peek() == '"' && !skip(b.result.ToolUseID) {
+				// Wanted whatever else the block says (see events):
+				// checked and decoded in one pass.
+				var ok bool
+				if b.result.Content, ok = s.strValue(); !ok {
+					return false
+				}
+				b.content, b.decoded = s.b[start:s.i], true
+				return true
+			}
+			// Checked as JSON now, decoded only if wanted (events).
 			if !s.skip() {
 				return false
 			}
@@ -726,7 +769,7 @@ func (s *jsonScanner) toolResultText() (string, bool) {
 			var typ, text string
 			var seen uint32
 			ok := s.object(func(key []byte) bool {
-				i, decline := matchKey(key, "type", "text")
+				i, decline := s.matchKey(key, "type", "text")
 				switch {
 				case decline:
 					return false
@@ -763,7 +806,7 @@ func (s *jsonScanner) assistantMessage(events []Event) ([]Event, bool) {
 	var usage *Usage
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "id", "content", "usage")
+		i, decline := s.matchKey(key, "id", "content", "usage")
 		switch {
 		case decline:
 			return false
@@ -817,7 +860,7 @@ func (s *jsonScanner) assistantBlock(events []Event) ([]Event, bool) {
 	var tu ToolUse
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "type", "text", "id", "name", "input")
+		i, decline := s.matchKey(key, "type", "text", "id", "name", "input")
 		switch {
 		case decline:
 			return false
@@ -862,7 +905,7 @@ func (s *jsonScanner) usage() (*Usage, bool) {
 	var in, create, read, out int64
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+		i, decline := s.matchKey(key, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 		switch {
 		case decline:
 			return false
