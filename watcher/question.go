@@ -192,21 +192,22 @@ var (
 	// askingHints are, for each of askingPhrases, the words (lowercase)
 	// one of which every text it matches holds, in some case: the hints of
 	// foldedText.match. The phrases never match a line break.
-	askingHints = [][]string{
-		{"would you "},
-		{"do you "},
-		{"should i", "shall i", "may i", "can i"},
-		{"proceed", "continue", "go ahead"},
-		{"let me know "},
-		{"confirm", "clarify", "advise", "decide"},
-		{"which "},
-		{"before i "},
-		{"how should i"},
+	askingHints = [][]hint{
+		{{word: "would you "}},
+		{{word: "do you "}},
+		{{word: "should i"}, {word: "shall i"}, {word: "may i"}, {word: "can i"}},
+		{{word: "proceed"}, {word: "continue"}, {word: "go ahead"}},
+		{{word: "let me know "}},
+		{{word: "confirm"}, {word: "clarify"}, {word: "advise"}, {word: "decide"}},
+		{{word: "which "}},
+		{{word: "before i "}},
+		{{word: "how should i"}},
 	}
-	// completionHints are completionReport's hints, as askingHints.
-	completionHints = []string{"done", "complete", "finished", "tests", "successfully",
-		"added", "created", "fixed", "updated", "implemented", "removed", "written", "wrote", "refactored",
-		"committed", "made", "changed", "renamed", "moved", "replaced", "regenerated"}
+	// completionHints are completionReport's hints, as askingHints: its
+	// words, and its verbs after "i ", "i've " or "i have ".
+	completionHints = append([]hint{{word: "done"}, {word: "complete"}, {word: "finished"}, {word: "tests"}, {word: "successfully"}},
+		verbHints("added", "created", "fixed", "updated", "implemented", "removed", "written", "wrote", "refactored",
+			"committed", "made", "changed", "renamed", "moved", "replaced", "regenerated")...)
 	// codeFence opens or closes a fenced code block.
 	codeFence = lazy.MustCompile("^\\s*(?:```|~~~)")
 	// inlineCodeSpan is a code span.
@@ -225,7 +226,7 @@ func proseLines(text string) []string {
 	inFence := false
 	for line := range strings.Lines(strings.ReplaceAll(text, "\r\n", "\n")) {
 		line = strings.TrimRight(line, "\r\n")
-		if codeFence.MatchString(line) {
+		if (strings.Contains(line, "```") || strings.Contains(line, "~~~")) && codeFence.MatchString(line) {
 			inFence = !inFence
 			out = append(out, "")
 			continue
@@ -240,7 +241,9 @@ func proseLines(text string) []string {
 		if strings.IndexByte(line, '`') >= 0 {
 			line = inlineCodeSpan.ReplaceAllString(line, "code")
 		}
-		line = emphasis.Replace(line)
+		if strings.Contains(line, "**") || strings.Contains(line, "__") {
+			line = emphasis.Replace(line)
+		}
 		if strings.Contains(line, "://") || hasWWW(line) {
 			line = proseURL.ReplaceAllString(line, "URL")
 		}
@@ -277,6 +280,22 @@ func yesNoAtEnd(text string) int {
 	return -1
 }
 
+// hint is a word (lowercase ASCII) an expression's match holds; after,
+// when set, are what comes just before it in such a match, one of them.
+type hint struct {
+	word  string
+	after []string
+}
+
+// verbHints are the hints of completionReport's verbs.
+func verbHints(verbs ...string) []hint {
+	out := make([]hint, len(verbs))
+	for i, v := range verbs {
+		out[i] = hint{word: v, after: []string{"i ", "'ve ", "have "}}
+	}
+	return out
+}
+
 // foldedText is a text to match expressions against that never match a
 // line break, such as askingPhrases, with hints: words one of which a
 // text must hold, in some case, for the expression to match it. A long
@@ -307,19 +326,23 @@ func foldText(text string) foldedText {
 	return foldedText{text: text, lower: string(lower)}
 }
 
-// match reports whether re matches the text; hints (lowercase ASCII) are
-// re's (see foldedText).
-func (f foldedText) match(re *lazy.Regexp, hints []string) bool {
+// match reports whether re matches the text; hints are re's (see
+// foldedText).
+func (f foldedText) match(re *lazy.Regexp, hints []hint) bool {
 	if f.whole {
 		return re.MatchString(f.text)
 	}
 	for _, h := range hints {
 		for from := 0; from < len(f.text); {
-			i := strings.Index(f.lower[from:], h)
+			i := strings.Index(f.lower[from:], h.word)
 			if i < 0 {
 				break
 			}
 			i += from
+			if !endsWithAny(f.lower[:i], h.after) {
+				from = i + 1
+				continue
+			}
 			start := strings.LastIndexByte(f.text[:i], '\n') + 1
 			end := len(f.text)
 			if j := strings.IndexByte(f.text[i:], '\n'); j >= 0 {
@@ -332,6 +355,16 @@ func (f foldedText) match(re *lazy.Regexp, hints []string) bool {
 		}
 	}
 	return false
+}
+
+// endsWithAny reports whether s ends with one of ends; true for none.
+func endsWithAny(s string, ends []string) bool {
+	for _, e := range ends {
+		if strings.HasSuffix(s, e) {
+			return true
+		}
+	}
+	return len(ends) == 0
 }
 
 // splitParagraphs groups non-empty lines separated by blank lines.

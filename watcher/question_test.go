@@ -178,6 +178,8 @@ var byLineSeeds = []string{
 	"I added\nI've created\ni have fixed\nI updated, implemented, removed, written, wrote, refactored\nI committed made changed renamed moved replaced regenerated",
 	"ſhould i\nſhall I\nwhich option\nlet me \u212anow if\nall teſts paſs\nſucceſſfully",
 	"abandoned\nundone\nprefixed\nsuffixdone\nxshould iy\nshould\ni\n",
+	"Added hello.txt.\nFINAL: committed.\nI  added\nI\tadded\nhi added\nI've  added\nI have\nadded\nI HAVE MADE\nI'VE WROTE\nthey have moved",
+	"```\nshould i\n```\n  ~~~\n**should** i\n__do you__ want",
 	"text (y/n)", "text [yes/no]?", "text ( y/n ) :", "(y/n) then more", "a (b) [c] (y/n/q)\n\n", "((y/n)", "[y/n])", "(yes/no)\n?\n", "\n(\ny/n\n)\n",
 	"", "\n", "\n\n", "should i\n", "\nshould i", "x\r\nshould i\r\n",
 }
