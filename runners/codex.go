@@ -387,8 +387,9 @@ func (c *Codex) Parse(r io.Reader, emit func(Event)) error {
 // reference the fast path is tested against).
 func (c *Codex) parse(r io.Reader, emit func(Event), fast bool) error {
 	s := codexStream{model: c.Model, started: map[string]bool{}}
+	var l codexLine // each line's, reused: the events keep none of it
 	return readJSONLines(r, func(b []byte) {
-		var l codexLine
+		l = codexLine{}
 		if !fast || !codexFastLine(b, &l) {
 			l = codexLine{}
 			if !decode(b, &l) {

@@ -197,8 +197,9 @@ func (g *Gemini) Parse(r io.Reader, emit func(Event)) error {
 // reference the fast path is tested against).
 func (g *Gemini) parse(r io.Reader, emit func(Event), fast bool) error {
 	var s geminiStream
+	var l geminiLine // each line's, reused: the events keep none of it
 	return readJSONLines(r, func(b []byte) {
-		var l geminiLine
+		l = geminiLine{}
 		if !fast || !geminiFastLine(b, &l) {
 			l = geminiLine{}
 			if !decode(b, &l) {
