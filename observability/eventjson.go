@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -34,11 +35,10 @@ func appendAgentEvent(b []byte, e *Event) (_ []byte, ok bool) {
 		return b, false
 	}
 	start := len(b)
-	t, err := e.Time.MarshalJSON()
-	if err != nil {
-		return b, false
+	b = append(b, `{"time":`...)
+	if b, ok = appendTime(b, e.Time); !ok {
+		return b[:start], false
 	}
-	b = append(append(b, `{"time":`...), t...)
 	b = appendStringField(b, "run", e.Run, true)
 	b = appendStringField(b, "kind", string(e.Kind), false)
 	b = appendStringField(b, "phase", string(e.Phase), true)
@@ -78,6 +78,20 @@ func appendAgentEvent(b []byte, e *Event) (_ []byte, ok bool) {
 		}
 	}
 	return append(b, "}}"...), true
+}
+
+// appendTime appends t as json.Marshal writes a time.Time (its
+// MarshalJSON); ok is false for a time that fails it.
+func appendTime(b []byte, t time.Time) (_ []byte, ok bool) {
+	if y := t.Year(); t.Location() != time.UTC || y < 0 || y > 9999 {
+		// MarshalJSON fails on a year outside [0,9999] and on some
+		// zones; a time in UTC within those years it writes as here.
+		j, err := t.MarshalJSON()
+		return append(b, j...), err == nil
+	}
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"'), true
 }
 
 // appendStringField appends `,"name":value`, or nothing for an empty
@@ -167,11 +181,19 @@ func appendFloat(b []byte, f float64) (_ []byte, ok bool) {
 // compacted, with <, >, &, U+2028 and U+2029 escaped; ok is false for one
 // that is not JSON, which it fails on.
 func appendRawJSON(b []byte, raw json.RawMessage) (_ []byte, ok bool) {
-	var compact bytes.Buffer
-	if json.Compact(&compact, raw) != nil {
-		return b, false
+	// Compacted after b, then escaped in place when it holds anything to
+	// escape (rarely).
+	at := len(b)
+	buf := bytes.NewBuffer(b)
+	if json.Compact(buf, raw) != nil {
+		return b[:at], false
 	}
-	src := compact.Bytes()
+	b = buf.Bytes()
+	if !needsHTMLEscape(b[at:]) {
+		return b, true
+	}
+	src := append([]byte(nil), b[at:]...)
+	b = b[:at]
 	start := 0
 	for i := 0; i < len(src); i++ {
 		switch c := src[i]; {
@@ -184,4 +206,15 @@ func appendRawJSON(b []byte, raw json.RawMessage) (_ []byte, ok bool) {
 		}
 	}
 	return append(b, src[start:]...), true
+}
+
+// needsHTMLEscape reports whether compact JSON holds <, >, & or the
+// first byte of U+2028 or U+2029, which json.Marshal escapes.
+func needsHTMLEscape(src []byte) bool {
+	for _, c := range src {
+		if c == '<' || c == '>' || c == '&' || c == 0xE2 {
+			return true
+		}
+	}
+	return false
 }

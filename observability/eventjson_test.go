@@ -39,6 +39,8 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 		{Time: at, Kind: EventAgent, Agent: &Progress{CostUSD: math.NaN()}},
 		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(`{not json`)}},
 		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(`null`)}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage("{\"a\" : \"x\u2028y\u2029z\xe2\x80 \xe2<\"}")}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage("{\"a\":\"\u2028\"}")}},
 		{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), Kind: EventAgent, Agent: &Progress{}},
 		{Time: at.In(time.FixedZone("x", 3600)), Kind: EventAgent, Agent: &Progress{}},
 		{Kind: EventAgent, Agent: &Progress{}},
@@ -62,5 +64,24 @@ func FuzzAppendJSON(f *testing.F) {
 			Round: n, Text: text, RunCostUSD: conf,
 			Agent: &Progress{Kind: ProgressKind(text), Elapsed: time.Duration(ns), Turns: n, CostUSD: cost, Files: -n, Process: n,
 				Tool: run, Input: json.RawMessage(input), Rule: text, Detail: detail, Confidence: conf}})
+	})
+}
+
+// BenchmarkAppendJSON: an agent's tool call event, as events.ndjson
+// writes it, and json.Marshal's.
+func BenchmarkAppendJSON(b *testing.B) {
+	e := Event{Time: time.Now().UTC(), Run: "20261127-101328-abcd", Kind: EventAgent, Role: RoleCoder, LLM: "gemini", Round: 1, RunCostUSD: 0.0123,
+		Agent: &Progress{Kind: ProgressTool, Elapsed: 1500 * time.Millisecond, Turns: 3, CostUSD: 0.0123, Files: 1, Process: 1,
+			Tool: "run_shell_command", Input: json.RawMessage(`{"command":"go test ./... 2>&1 | tail -20","description":"Run the tests"}`)}}
+	b.Run("AppendJSON", func(b *testing.B) {
+		var buf []byte
+		for b.Loop() {
+			buf, _ = e.AppendJSON(buf[:0])
+		}
+	})
+	b.Run("json.Marshal", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = json.Marshal(e)
+		}
 	})
 }
