@@ -527,7 +527,17 @@ func (s *codexStream) itemCompleted(it *codexItem, emit func(Event)) {
 }
 
 // codexChanges lists a file_change's changes, "KIND PATH" one a line.
+// The usual list is read by a fast path (fastCodexChanges).
 func codexChanges(raw json.RawMessage) string {
+	if list, ok := fastCodexChanges(raw); ok {
+		return list
+	}
+	return slowCodexChanges(raw)
+}
+
+// slowCodexChanges is codexChanges through encoding/json, the reference
+// of the fast path.
+func slowCodexChanges(raw json.RawMessage) string {
 	var changes []struct {
 		Path string `json:"path"`
 		Kind string `json:"kind"`

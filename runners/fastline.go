@@ -430,3 +430,51 @@ func fastInputSummary(input []byte) (summary string, isValue, ok bool) {
 	})
 	return strings.Join(paths, " "), false, ok
 }
+
+// fastCodexChanges is codexChanges when ok: for a list it reads as
+// json.Unmarshal does without error (see the rule at the top).
+func fastCodexChanges(raw []byte) (list string, ok bool) {
+	s := jsonScanner{b: raw}
+	var lines []string
+	if s.peek() == 'n' {
+		ok = s.literal("null")
+	} else {
+		ok = s.array(func() bool {
+			var path, kind string
+			switch s.peek() {
+			case 'n':
+				if !s.literal("null") {
+					return false
+				}
+			case '{':
+				var seen uint32
+				if !s.object(func(key []byte) bool {
+					i, decline := s.matchKey(key, "path", "kind")
+					switch {
+					case decline:
+						return false
+					case i < 0:
+						return s.skip()
+					case !once(&seen, i):
+						return false
+					case i == 0:
+						return s.stringOrNull(&path)
+					default:
+						return s.stringOrNull(&kind)
+					}
+				}) {
+					return false
+				}
+			default:
+				return false
+			}
+			lines = append(lines, kind+" "+path)
+			return true
+		})
+	}
+	s.ws()
+	if !ok || s.i != len(s.b) {
+		return "", false
+	}
+	return strings.Join(lines, "\n"), true
+}

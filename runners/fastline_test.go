@@ -417,3 +417,39 @@ func checkInputSummary(t *testing.T, raw []byte) {
 		t.Fatalf("fast path summarizes %q as %q (%v), a map as %q (%v)", raw, summary, isValue, wantSummary, wantIsValue)
 	}
 }
+
+// changesSeeds are codex's file_change lists, and lists that probe how
+// json.Unmarshal reads them.
+var changesSeeds = []string{
+	`[{"path":"/w/a.go","kind":"add"},{"path":"b","kind":"update"}]`, `[]`, `null`, `[null,{}]`, `[{"path":null,"kind":null}]`,
+	`[{"path":5}]`, `[5]`, `["a"]`, `[{"Path":"case"}]`, `[{"path":"a","path":"b"}]`, `[{"p\u0061th":"escaped"}]`,
+	`[{"path":"a\"b\u00e9\ud800","kind":"x","move_path":null,"other":[1,{"a":2}]}]`, "[{\"path\":\"bad \xff\"}]",
+	`{"path":"a"}`, `"x"`, ``, `[`, `[{"path":"a"}] x`, ` [ { "path" : "spaced" } ] `,
+}
+
+// TestCodexChangesFastPath: the fast path lists a file_change's changes
+// as encoding/json reads them.
+func TestCodexChangesFastPath(t *testing.T) {
+	for _, raw := range changesSeeds {
+		checkCodexChanges(t, []byte(raw))
+	}
+}
+
+// FuzzCodexChangesFastPath: TestCodexChangesFastPath on any list.
+func FuzzCodexChangesFastPath(f *testing.F) {
+	for _, raw := range changesSeeds {
+		f.Add([]byte(raw))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkCodexChanges(t, raw)
+	})
+}
+
+func checkCodexChanges(t *testing.T, raw []byte) {
+	t.Helper()
+	if list, ok := fastCodexChanges(raw); ok {
+		if want := slowCodexChanges(raw); list != want {
+			t.Fatalf("fast path lists %q as %q, encoding/json as %q", raw, list, want)
+		}
+	}
+}
