@@ -42,8 +42,16 @@ type jsonScanner struct {
 	plainKey bool
 }
 
-// ws skips JSON whitespace.
+// ws skips JSON whitespace. The usual case, none, is inlined.
 func (s *jsonScanner) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return
+	}
+	s.skipSpace()
+}
+
+// skipSpace is ws's loop.
+func (s *jsonScanner) skipSpace() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -54,9 +62,13 @@ func (s *jsonScanner) ws() {
 	}
 }
 
-// peek is the next byte after whitespace, 0 at the end.
+// peek is the next byte after whitespace, 0 at the end. The usual case,
+// no whitespace, is inlined.
 func (s *jsonScanner) peek() byte {
-	s.ws()
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return s.b[s.i]
+	}
+	s.skipSpace()
 	if s.i >= len(s.b) {
 		return 0
 	}
