@@ -69,3 +69,45 @@ func goJSON(s string, escapeHTML bool) string {
 
 // inner drops the quotes around an encoded JSON string.
 func inner(quoted string) string { return quoted[1 : len(quoted)-1] }
+
+// FuzzSecretFinder: a secretFinder finds a secret in a text exactly when
+// a search for each secret does, whatever the secrets' lengths (from 2
+// bytes; a Redactor's are 8 or more) and wherever they are in the text.
+func FuzzSecretFinder(f *testing.F) {
+	f.Add("sk-ant-canary-0123456789", "hunter2hunter2", "xx", "key sk-ant-canary-0123456789 pw hunter2hunter2", 3)
+	f.Add("abcdefgh", "bcdefghi", "cdefghij", "abcdefgabcdefgXbcdefghi", 0)
+	f.Add("aaaaaaaa", "aaab", "ab", "aaaaaaabaaaa", 7)
+	f.Add("\xff\xfe", "\x00\x00\x00", "zz\xff", "\x00\x00\xff\xfe", 1)
+	f.Fuzz(func(t *testing.T, s1, s2, s3, text string, at int) {
+		var secrets []string
+		for _, s := range []string{s1, s2, s3} {
+			if len(s) >= 2 {
+				secrets = append(secrets, s)
+			}
+		}
+		if len(secrets) == 0 {
+			return
+		}
+		finder := newSecretFinder(secrets)
+		check := func(text string) {
+			want := false
+			for _, s := range secrets {
+				want = want || strings.Contains(text, s)
+			}
+			if got := holdsSecret(finder, text); got != want {
+				t.Fatalf("secrets %q in %q: found %v, want %v", secrets, text, got, want)
+			}
+			if got := holdsSecret(finder, []byte(text)); got != want {
+				t.Fatalf("secrets %q in %q as bytes: found %v, want %v", secrets, text, got, want)
+			}
+		}
+		check(text)
+		// A secret at every place of the text, and cut at its ends.
+		s := secrets[int(uint(at)%uint(len(secrets)))]
+		for i := 0; i <= len(text); i++ {
+			check(text[:i] + s + text[i:])
+			check(text[:i] + s[:len(s)-1])
+			check(s[1:] + text[i:])
+		}
+	})
+}

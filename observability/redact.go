@@ -20,8 +20,8 @@ type Redactor struct {
 	// secrets are the strings replacer replaces, every JSON form included.
 	// Text that contains none of them has nothing to redact: it is returned
 	// as it is, without the replacer's pass and copy.
-	secrets    []string
-	secretsRaw [][]byte // secrets as bytes, for Bytes
+	secrets []string
+	find    *secretFinder
 }
 
 // IsSecretName reports whether an environment variable holds a secret by
@@ -82,11 +82,7 @@ func RedactorOf(values ...string) *Redactor {
 	for _, s := range secrets {
 		pairs = append(pairs, s, Redacted)
 	}
-	raw := make([][]byte, len(secrets))
-	for i, s := range secrets {
-		raw[i] = []byte(s)
-	}
-	return &Redactor{replacer: strings.NewReplacer(pairs...), secrets: secrets, secretsRaw: raw}
+	return &Redactor{replacer: strings.NewReplacer(pairs...), secrets: secrets, find: newSecretFinder(secrets)}
 }
 
 // String returns s with every secret value replaced by [REDACTED]. Matches
@@ -100,10 +96,8 @@ func (r *Redactor) String(s string) string {
 	if r == nil || r.replacer == nil {
 		return s
 	}
-	for _, secret := range r.secrets {
-		if strings.Contains(s, secret) {
-			return r.replacer.Replace(s)
-		}
+	if holdsSecret(r.find, s) {
+		return r.replacer.Replace(s)
 	}
 	return s
 }
@@ -114,12 +108,75 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	if r == nil || r.replacer == nil {
 		return b
 	}
-	for _, secret := range r.secretsRaw {
-		if bytes.Contains(b, secret) {
-			return []byte(r.replacer.Replace(string(b)))
-		}
+	if holdsSecret(r.find, b) {
+		return []byte(r.replacer.Replace(string(b)))
 	}
 	return b
+}
+
+// secretFinder tells whether a text holds one of a Redactor's secrets, in
+// one pass over it however many secrets there are: every byte an agent
+// writes is asked (its transcripts, events.ndjson), and a search per
+// secret cost more than reading the agent's stream. It looks at the text
+// through a window as long as the shortest secret (m bytes), by the
+// window's last two bytes: when no secret's first m bytes hold them, no
+// secret starts in the window, and the window moves as far as it can
+// without passing a place where one may (Horspool's search on the pairs
+// of bytes of the secrets' starts, as Wu and Manber have it for many
+// patterns). Where a secret's start ends with them, the secrets are
+// compared there.
+type secretFinder struct {
+	secrets []string
+	m       int // the length of the window: the shortest secret's, at most maxWindow
+	// shift is, for each pair of bytes (the first times 256 plus the
+	// second), how far the window may move when its last two bytes are
+	// that pair: m-1 for a pair no secret's start holds, else m-2-j for
+	// the pair's last place j in a secret's start; 0 at a start's end.
+	shift [1 << 16]uint8
+}
+
+// maxWindow bounds a secretFinder's window: its shifts are bytes.
+const maxWindow = 255
+
+func newSecretFinder(secrets []string) *secretFinder {
+	f := &secretFinder{secrets: secrets, m: maxWindow}
+	for _, s := range secrets {
+		f.m = min(f.m, len(s))
+	}
+	for i := range f.shift {
+		f.shift[i] = uint8(f.m - 1)
+	}
+	for _, s := range secrets {
+		for j := 0; j+1 < f.m; j++ {
+			pair := int(s[j])<<8 | int(s[j+1])
+			f.shift[pair] = min(f.shift[pair], uint8(f.m-2-j))
+		}
+	}
+	return f
+}
+
+// holdsSecret reports whether text holds one of f's secrets; a nil f has
+// none.
+func holdsSecret[T string | []byte](f *secretFinder, text T) bool {
+	if f == nil {
+		return false
+	}
+	m := f.m
+	// i is where the window's last pair starts: the window is text[i-m+2 : i+2].
+	for i := m - 2; i+1 < len(text); {
+		step := f.shift[int(text[i])<<8|int(text[i+1])]
+		if step == 0 {
+			at := text[i-m+2:]
+			for _, s := range f.secrets {
+				if len(at) >= len(s) && string(at[:len(s)]) == s {
+					return true
+				}
+			}
+			step = 1
+		}
+		i += int(step)
+	}
+	return false
 }
 
 // jsonForms returns the ways value can appear inside a JSON string that

@@ -377,12 +377,25 @@ type codexStream struct {
 // must treat a missing KindResult as a crash or an interruption (codex
 // writes its usage errors, such as an empty prompt or an unknown thread
 // id, to stderr only and exits 1).
+//
+// Lines are read by a fast path (see codexFastLine) that gives the same
+// events as encoding/json.
 func (c *Codex) Parse(r io.Reader, emit func(Event)) error {
+	return c.parse(r, emit, true)
+}
+
+// parse is Parse; fast false reads every line with encoding/json (the
+// reference the fast path is tested against).
+func (c *Codex) parse(r io.Reader, emit func(Event), fast bool) error {
 	s := codexStream{model: c.Model, started: map[string]bool{}}
+	var l codexLine // each line's, reused: the events keep none of it
 	return readJSONLines(r, func(b []byte) {
-		var l codexLine
-		if !decode(b, &l) {
-			return
+		l = codexLine{}
+		if !fast || !codexFastLine(b, &l) {
+			l = codexLine{}
+			if !decode(b, &l) {
+				return
+			}
 		}
 		s.line(&l, emit)
 	})
@@ -456,19 +469,26 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 	}
 	name := it.Type
 	var in any
+	key := "" // the input is {key: in}, or in itself when ""
 	kind := ToolOther
 	switch it.Type {
 	case CodexToolCommand:
-		in, kind = map[string]any{"command": it.Command}, ToolShell
+		key, in, kind = "command", it.Command, ToolShell
 	case CodexToolFileChange:
-		in, kind = map[string]any{"changes": it.Changes}, ToolEdit
+		key, in, kind = "changes", it.Changes, ToolEdit
 	case CodexToolMCP:
 		name = CodexToolMCP + ":" + it.Server + "/" + it.Tool
 		in = it.Arguments
 	case CodexToolWebSearch:
-		in = map[string]any{"query": it.Query}
+		key, in = "query", it.Query
 	}
+	// {key: in} is written around in's JSON: the bytes json.Marshal makes
+	// of a map of one key, without building the map (a stream holds
+	// thousands of calls).
 	raw, err := json.Marshal(in)
+	if key != "" && err == nil {
+		raw = append(append([]byte(`{"`+key+`":`), raw...), '}')
+	}
 	if err != nil || len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
@@ -509,7 +529,17 @@ func (s *codexStream) itemCompleted(it *codexItem, emit func(Event)) {
 }
 
 // codexChanges lists a file_change's changes, "KIND PATH" one a line.
+// The usual list is read by a fast path (fastCodexChanges).
 func codexChanges(raw json.RawMessage) string {
+	if list, ok := fastCodexChanges(raw); ok {
+		return list
+	}
+	return slowCodexChanges(raw)
+}
+
+// slowCodexChanges is codexChanges through encoding/json, the reference
+// of the fast path.
+func slowCodexChanges(raw json.RawMessage) string {
 	var changes []struct {
 		Path string `json:"path"`
 		Kind string `json:"kind"`

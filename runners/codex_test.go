@@ -436,3 +436,40 @@ func FuzzCodexParse(f *testing.F) {
 		checkStream(t, (&Codex{}).Parse, stream)
 	})
 }
+
+// TestCodexToolInputIsTheMapsJSON: a tool call's Input is the JSON of the
+// map {key: value} codex's item gives, byte for byte, whatever the value
+// holds (HTML, line separators, malformed UTF-8, raw JSON with spaces,
+// none, or not JSON at all).
+func TestCodexToolInputIsTheMapsJSON(t *testing.T) {
+	for _, v := range []string{"", "go test ./...", "a <b> && c", "x\u2028y", "bad \xff utf8", `q"uote\`} {
+		for _, typ := range []string{CodexToolCommand, CodexToolWebSearch} {
+			it := &codexItem{ID: "i", Type: typ, Command: v, Query: v}
+			key := map[string]string{CodexToolCommand: "command", CodexToolWebSearch: "query"}[typ]
+			want, err := json.Marshal(map[string]any{key: v})
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(codexToolInput(t, it)), "%s %q", typ, v)
+		}
+	}
+	for _, raw := range []string{"", `[{"path": "a<b>.go", "kind" : "add"}]`, `null`, `{not json`, ` [ 1 ] `} {
+		changes := json.RawMessage(raw)
+		if raw == "" {
+			changes = nil
+		}
+		want, err := json.Marshal(map[string]any{"changes": changes})
+		if err != nil {
+			want = []byte("{}")
+		}
+		assert.Equal(t, string(want), string(codexToolInput(t, &codexItem{ID: "i", Type: CodexToolFileChange, Changes: changes})), "changes %q", raw)
+	}
+}
+
+// codexToolInput is the Input of the tool call an item starts.
+func codexToolInput(t *testing.T, it *codexItem) json.RawMessage {
+	t.Helper()
+	s := codexStream{started: map[string]bool{}}
+	var input json.RawMessage
+	s.toolUse(it, func(e Event) { input = e.ToolUse.Input })
+	require.NotNil(t, input)
+	return input
+}

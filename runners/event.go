@@ -69,13 +69,16 @@ const (
 // toolInput is what the tool inputs of every CLI hold of a command and
 // of the files written.
 type toolInput struct {
-	Command      string `json:"command"`
-	FilePath     string `json:"file_path"`
-	NotebookPath string `json:"notebook_path"`
-	Path         string `json:"path"`
-	Changes      []struct {
-		Path string `json:"path"`
-	} `json:"changes"`
+	Command      string       `json:"command"`
+	FilePath     string       `json:"file_path"`
+	NotebookPath string       `json:"notebook_path"`
+	Path         string       `json:"path"`
+	Changes      []toolChange `json:"changes"`
+}
+
+// toolChange is one file of a change of several (codex's file_change).
+type toolChange struct {
+	Path string `json:"path"`
 }
 
 // Command is the command a shell call runs, "" for another call or an
@@ -85,8 +88,8 @@ func (t *ToolUse) Command() string {
 	if t.Kind != ToolShell {
 		return ""
 	}
-	var in toolInput
-	if json.Unmarshal(t.Input, &in) != nil {
+	in, ok := toolInputOf(t.Input)
+	if !ok {
 		return ""
 	}
 	return in.Command
@@ -97,8 +100,8 @@ func (t *ToolUse) Files() []string {
 	if t.Kind != ToolEdit {
 		return nil
 	}
-	var in toolInput
-	if json.Unmarshal(t.Input, &in) != nil {
+	in, ok := toolInputOf(t.Input)
+	if !ok {
 		return nil
 	}
 	var out []string

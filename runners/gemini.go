@@ -133,11 +133,14 @@ type geminiLine struct {
 	Message  string `json:"message"`
 
 	// result
-	Stats *struct {
-		InputTokens  int64 `json:"input_tokens"`
-		Cached       int64 `json:"cached"`
-		OutputTokens int64 `json:"output_tokens"`
-	} `json:"stats"`
+	Stats *geminiStats `json:"stats"`
+}
+
+// geminiStats are the token counts of a result line.
+type geminiStats struct {
+	InputTokens  int64 `json:"input_tokens"`
+	Cached       int64 `json:"cached"`
+	OutputTokens int64 `json:"output_tokens"`
 }
 
 // geminiError is the error object of a tool_result or result line.
@@ -183,12 +186,25 @@ type geminiStream struct {
 // Parse returns r's error, if any, wrapped; reaching EOF is not an error, and
 // a stream without a result line is not one either: the caller must treat a
 // missing KindResult as a crash or an interruption.
+//
+// Lines are read by a fast path (see geminiFastLine) that gives the same
+// events as encoding/json.
 func (g *Gemini) Parse(r io.Reader, emit func(Event)) error {
+	return g.parse(r, emit, true)
+}
+
+// parse is Parse; fast false reads every line with encoding/json (the
+// reference the fast path is tested against).
+func (g *Gemini) parse(r io.Reader, emit func(Event), fast bool) error {
 	var s geminiStream
+	var l geminiLine // each line's, reused: the events keep none of it
 	return readJSONLines(r, func(b []byte) {
-		var l geminiLine
-		if !decode(b, &l) {
-			return
+		l = geminiLine{}
+		if !fast || !geminiFastLine(b, &l) {
+			l = geminiLine{}
+			if !decode(b, &l) {
+				return
+			}
 		}
 		s.line(&l, emit)
 	})

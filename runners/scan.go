@@ -34,10 +34,24 @@ type jsonScanner struct {
 	b     []byte
 	i     int
 	depth int
+	// floats has every number checked to be one a float64 holds, as a
+	// decode into an any needs (encoding/json fails on 1e999 there).
+	floats bool
+	// plainKey says the key object hands its member holds no escape and
+	// no byte outside ASCII.
+	plainKey bool
 }
 
-// ws skips JSON whitespace.
+// ws skips JSON whitespace. The usual case, none, is inlined.
 func (s *jsonScanner) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return
+	}
+	s.skipSpace()
+}
+
+// skipSpace is ws's loop.
+func (s *jsonScanner) skipSpace() {
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -48,9 +62,13 @@ func (s *jsonScanner) ws() {
 	}
 }
 
-// peek is the next byte after whitespace, 0 at the end.
+// peek is the next byte after whitespace, 0 at the end. The usual case,
+// no whitespace, is inlined.
 func (s *jsonScanner) peek() byte {
-	s.ws()
+	if s.i < len(s.b) && s.b[s.i] > ' ' {
+		return s.b[s.i]
+	}
+	s.skipSpace()
 	if s.i >= len(s.b) {
 		return 0
 	}
@@ -179,6 +197,11 @@ func (s *jsonScanner) number() bool {
 			i++
 		}
 	}
+	if s.floats {
+		if _, err := strconv.ParseFloat(string(b[s.i:i]), 64); err != nil {
+			return false
+		}
+	}
 	s.i = i
 	return true
 }
@@ -232,12 +255,13 @@ func (s *jsonScanner) object(member func(key []byte) bool) bool {
 		if s.peek() != '"' {
 			return false
 		}
-		raw, _, ok := s.str()
+		raw, plain, ok := s.str()
 		if !ok || s.peek() != ':' {
 			return false
 		}
 		s.i++
 		s.ws()
+		s.plainKey = plain
 		if !member(raw[1 : len(raw)-1]) {
 			return false
 		}
@@ -310,6 +334,17 @@ func keyIs(key []byte, name string) (exact, decline bool) {
 	return false, true
 }
 
+// equalFoldASCII reports whether key and name, of the same length, differ
+// only in ASCII case.
+func equalFoldASCII(key []byte, name string) bool {
+	for i := range len(key) {
+		if lower(key[i]) != lower(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func lower(c byte) byte {
 	if 'A' <= c && c <= 'Z' {
 		return c + 'a' - 'A'
@@ -343,12 +378,25 @@ func hex4(h []byte) rune {
 	return r
 }
 
-// matchKey matches an object key against the field names of a struct as
-// encoding/json does: i is the index of the name key is exactly, -1 for
-// none. decline reports a key the fast path does not judge: one that
-// differs from a name only in ASCII case, or that holds an escape or a
-// byte outside ASCII (encoding/json may fold it onto a name).
-func matchKey(key []byte, names ...string) (i int, decline bool) {
+// matchKey matches the key object handed its member against the field
+// names of a struct as encoding/json does: i is the index of the name key
+// is exactly, -1 for none. decline reports a key the fast path does not
+// judge: one that differs from a name only in ASCII case, or that holds an
+// escape or a byte outside ASCII (encoding/json may fold it onto a name).
+func (s *jsonScanner) matchKey(key []byte, names ...string) (i int, decline bool) {
+	if s.plainKey {
+		// Most keys: only a name of the same length can match, or fold.
+		for i, name := range names {
+			switch {
+			case len(key) != len(name):
+			case string(key) == name:
+				return i, false
+			case equalFoldASCII(key, name):
+				return -1, true
+			}
+		}
+		return -1, false
+	}
 	for i, name := range names {
 		exact, decline := keyIs(key, name)
 		if decline {
@@ -363,7 +411,7 @@ func matchKey(key []byte, names ...string) (i int, decline bool) {
 
 // once marks field i as read in seen, and reports false when it already
 // was: a repeated key goes to the full decoder.
-func once(seen *uint8, i int) bool {
+func once(seen *uint32, i int) bool {
 	if *seen&(1<<i) != 0 {
 		return false
 	}
@@ -379,6 +427,15 @@ func (s *jsonScanner) stringField(dst *string) bool {
 	v, ok := s.strValue()
 	*dst = v
 	return ok
+}
+
+// stringOrNull reads a string value into *dst, or null, which leaves *dst
+// as it is (as encoding/json does); any other value declines.
+func (s *jsonScanner) stringOrNull(dst *string) bool {
+	if s.peek() == 'n' {
+		return s.literal("null")
+	}
+	return s.stringField(dst)
 }
 
 // strValue reads the string at s.i and returns what encoding/json decodes
@@ -475,8 +532,9 @@ func u4(b []byte, i int) rune {
 
 // claudeFastLine parses a claude stream-json line on the fast path. It
 // reports handled false when the line must go to the full decoder: it is
-// neither a user nor an assistant line, or not one the fast path is sure to
-// read as encoding/json does. When handled, events holds the line's events
+// neither a user nor an assistant line nor a system notice (a system line
+// other than init and api_retry, which has no event), or not one the fast
+// path is sure to read as encoding/json does. When handled, events holds the line's events
 // in order (it is buf, reused), which may be none; the line was valid JSON.
 //
 // The message is read in the same pass whether the type comes before it or
@@ -486,11 +544,12 @@ func u4(b []byte, i int) rune {
 // call skip names is not decoded (see Claude.Parse).
 func claudeFastLine(line []byte, buf []Event, skip func(id string) bool) (events []Event, handled bool) {
 	s := jsonScanner{b: line}
-	var kind string // "user" or "assistant" once the type is read
-	var msg fastMessage
-	var seen uint8
+	var kind string // "user", "assistant" or "system" once the type is read
+	var subtype string
+	msg := fastMessage{skip: skip}
+	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "type", "message")
+		i, decline := s.matchKey(key, "type", "message", "subtype")
 		switch {
 		case decline:
 			return false
@@ -508,11 +567,15 @@ func claudeFastLine(line []byte, buf []Event, skip func(id string) bool) (events
 				kind = "user"
 			case ok && plain && string(typ) == `"assistant"`:
 				kind = "assistant"
+			case ok && plain && string(typ) == `"system"`:
+				kind = "system"
 			default:
 				// Another type goes to the full decoder: stop here.
 				return false
 			}
 			return true
+		case i == 2:
+			return s.stringOrNull(&subtype)
 		}
 		switch s.peek() {
 		case 'n':
@@ -526,6 +589,12 @@ func claudeFastLine(line []byte, buf []Event, skip func(id string) bool) (events
 	if s.ws(); !ok || s.i != len(s.b) || kind == "" {
 		return buf[:0], false
 	}
+	if kind == "system" {
+		// A system line other than init and api_retry (a notice such as
+		// vcs_state_changed) has no event; those two go to the full
+		// decoder.
+		return buf[:0], subtype != "init" && subtype != "api_retry"
+	}
 	return msg.events(kind, buf[:0], skip)
 }
 
@@ -535,6 +604,8 @@ type fastMessage struct {
 	id     string
 	usage  *Usage
 	blocks []fastBlock
+	// skip is Claude.Parse's: the calls whose result text is not decoded.
+	skip func(id string) bool
 }
 
 // fastBlock is one content block of a message: the fields of claudeBlock.
@@ -543,8 +614,11 @@ type fastBlock struct {
 	toolUse   ToolUse
 	result    ToolResult
 	// content is a tool_result's content as the line holds it, JSON,
-	// decoded into result.Content by events when it is wanted.
+	// decoded into result.Content by events when it is wanted, or by
+	// block already (decoded): a string content whose call's id came
+	// before it, and whose call skip does not name.
 	content []byte
+	decoded bool
 }
 
 // events appends the events of a line of kind ("user" or "assistant") to
@@ -556,7 +630,7 @@ func (m *fastMessage) events(kind string, events []Event, skip func(id string) b
 		b := &m.blocks[i]
 		switch {
 		case kind == "user" && b.typ == "tool_result":
-			if b.content != nil && (!skip(b.result.ToolUseID) || b.result.IsError) {
+			if b.content != nil && !b.decoded && (!skip(b.result.ToolUseID) || b.result.IsError) {
 				sub := jsonScanner{b: b.content}
 				text, ok := sub.toolResultText()
 				if !ok || sub.i != len(sub.b) {
@@ -577,9 +651,9 @@ func (m *fastMessage) events(kind string, events []Event, skip func(id string) b
 
 // message reads a message object into m.
 func (s *jsonScanner) message(m *fastMessage) bool {
-	var seen uint8
+	var seen uint32
 	return s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "id", "content", "usage")
+		i, decline := s.matchKey(key, "id", "content", "usage")
 		switch {
 		case decline:
 			return false
@@ -596,7 +670,7 @@ func (s *jsonScanner) message(m *fastMessage) bool {
 			case '[':
 				return s.array(func() bool {
 					m.blocks = append(m.blocks, fastBlock{})
-					return s.block(&m.blocks[len(m.blocks)-1])
+					return s.block(&m.blocks[len(m.blocks)-1], m.skip)
 				})
 			case '"':
 				// A replayed prompt: a type mismatch that leaves no blocks.
@@ -623,13 +697,13 @@ func (s *jsonScanner) message(m *fastMessage) bool {
 }
 
 // block reads one content block into b.
-func (s *jsonScanner) block(b *fastBlock) bool {
+func (s *jsonScanner) block(b *fastBlock, skip func(id string) bool) bool {
 	if s.peek() != '{' {
 		return false
 	}
-	var seen uint8
+	var seen uint32
 	return s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "type", "text", "id", "name", "input", "tool_use_id", "is_error", "content")
+		i, decline := s.matchKey(key, "type", "text", "id", "name", "input", "tool_use_id", "is_error", "content")
 		switch {
 		case decline:
 			return false
@@ -668,8 +742,18 @@ func (s *jsonScanner) block(b *fastBlock) bool {
 				return false
 			}
 		default:
-			// Checked as JSON now, decoded only if wanted (events).
 			start := s.i
+			if seen&(1<<5) != 0 && s.peek() == '"' && !skip(b.result.ToolUseID) {
+				// Wanted whatever else the block says (see events):
+				// checked and decoded in one pass.
+				var ok bool
+				if b.result.Content, ok = s.strValue(); !ok {
+					return false
+				}
+				b.content, b.decoded = s.b[start:s.i], true
+				return true
+			}
+			// Checked as JSON now, decoded only if wanted (events).
 			if !s.skip() {
 				return false
 			}
@@ -695,9 +779,9 @@ func (s *jsonScanner) toolResultText() (string, bool) {
 			// A map: keys are unquoted and looked up exactly, then with
 			// strings.EqualFold; matchKey declines any key that could fold.
 			var typ, text string
-			var seen uint8
+			var seen uint32
 			ok := s.object(func(key []byte) bool {
-				i, decline := matchKey(key, "type", "text")
+				i, decline := s.matchKey(key, "type", "text")
 				switch {
 				case decline:
 					return false
@@ -732,9 +816,9 @@ func (s *jsonScanner) assistantMessage(events []Event) ([]Event, bool) {
 	first := len(events)
 	var id string
 	var usage *Usage
-	var seen uint8
+	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "id", "content", "usage")
+		i, decline := s.matchKey(key, "id", "content", "usage")
 		switch {
 		case decline:
 			return false
@@ -786,9 +870,9 @@ func (s *jsonScanner) assistantBlock(events []Event) ([]Event, bool) {
 	}
 	var typ, text string
 	var tu ToolUse
-	var seen uint8
+	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "type", "text", "id", "name", "input")
+		i, decline := s.matchKey(key, "type", "text", "id", "name", "input")
 		switch {
 		case decline:
 			return false
@@ -831,9 +915,9 @@ func (s *jsonScanner) assistantBlock(events []Event) ([]Event, bool) {
 // sums it. A count that is not an integer declines.
 func (s *jsonScanner) usage() (*Usage, bool) {
 	var in, create, read, out int64
-	var seen uint8
+	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		i, decline := matchKey(key, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+		i, decline := s.matchKey(key, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 		switch {
 		case decline:
 			return false

@@ -102,6 +102,17 @@ var fastPathSeeds = []string{
 	`{"message":{"content":[{"type":"text","text":"no type"}]}}`,
 	`{"message":{"content":[{"type":"text","text":"other type"}]},"type":"system"}`,
 	`{"type":"system","subtype":"init","session_id":"s","model":"m"}`,
+	`{"type":"system","subtype":"vcs_state_changed","kind":"commit","branch":"main","cwd":"/sandbox/work","session_id":"s"}`,
+	`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":2,"error_status":529,"error":"overloaded"}`,
+	`{"type":"system","subtype":"in\u0069t","session_id":"escaped init","model":"m"}`,
+	`{"type":"system","Subtype":"init","session_id":"folded subtype","model":"m"}`,
+	`{"type":"system","subtype":"notice","subtype":"init","session_id":"dup subtype"}`,
+	`{"subtype":"api_retry","attempt":1,"type":"system"}`,
+	`{"type":"system","subtype":null}`,
+	`{"type":"system","subtype":5}`,
+	`{"type":"system"}`,
+	`{"type":"system","subtype":"notice","message":{"content":[{"type":"text","text":"a message in a system line"}]}}`,
+	`{"type":"system","subtype":"notice","message":"a string"}`,
 	`{"type":"result","subtype":"success","result":"done"}` + "\n" + `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"late","content":"after the result"}]}}`,
 }
 

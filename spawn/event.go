@@ -24,12 +24,22 @@ func (f SinkFunc) Event(e observability.Event) { f(e) }
 var Discard Sink = SinkFunc(func(observability.Event) {})
 
 // stream stamps events and hands them to every sink in turn, one event at a
-// time even when agents report concurrently (parallel reviewers).
+// time even when agents report concurrently (parallel reviewers). The
+// sinks see each event before emit returns (the record: the run reads it
+// back); the sinks of later see it soon after, on a goroutine of their
+// own (see queued), and close waits until they have seen every event.
 type stream struct {
 	mu    sync.Mutex
 	run   string
 	now   func() time.Time
 	sinks []Sink
+	later *queued // nil: there are no other sinks
+}
+
+// newStream is the stream of run: the record sees each event as it is
+// emitted, then the others see it in turn, on their own goroutine.
+func newStream(run string, now func() time.Time, record Sink, others ...Sink) *stream {
+	return &stream{run: run, now: now, sinks: []Sink{record}, later: newQueued(others...)}
 }
 
 func (s *stream) emit(e observability.Event) {
@@ -44,11 +54,109 @@ func (s *stream) emit(e observability.Event) {
 	for _, sink := range s.sinks {
 		sink.Event(e)
 	}
+	if s.later != nil {
+		s.later.Event(e)
+	}
 }
 
-// add appends a sink: it sees the events emitted from now on.
+// add appends a sink: it sees the events emitted from now on, before
+// emit returns.
 func (s *stream) add(sink Sink) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sinks = append(s.sinks, sink)
+}
+
+// close returns once every sink has seen every event emitted before it;
+// the events emitted after it reach them before emit returns.
+func (s *stream) close() {
+	if s.later != nil {
+		s.later.close()
+	}
+}
+
+// maxQueued bounds the events a queued holds that its sinks have not seen:
+// an agent whose events come faster than the sinks take them waits.
+const maxQueued = 1024
+
+// queued hands events to its sinks, in order, on a goroutine of its own:
+// writing events.ndjson (JSON and redaction for every event) and the
+// narration cost as much as reading an agent's stream, and the two run
+// side by side. The goroutine takes what waits all at once and wakes the
+// emitter only when the queue was full, so that a stream of events costs
+// few wakeups. Its memory is bounded: at most maxQueued events wait, and
+// the emitter waits for room.
+type queued struct {
+	sinks []Sink
+
+	mu     sync.Mutex
+	ready  sync.Cond // events wait, or closed
+	room   sync.Cond // the queue has room again
+	q      []observability.Event
+	closed bool
+	done   chan struct{} // the goroutine returned: every event was seen
+}
+
+func newQueued(sinks ...Sink) *queued {
+	q := &queued{sinks: sinks, done: make(chan struct{})}
+	q.ready.L, q.room.L = &q.mu, &q.mu
+	go q.deliver()
+	return q
+}
+
+// Event queues e for the sinks, waiting for room; once closed, the sinks
+// see it once they have seen what was queued.
+func (q *queued) Event(e observability.Event) {
+	q.mu.Lock()
+	for len(q.q) >= maxQueued && !q.closed {
+		q.room.Wait()
+	}
+	if q.closed {
+		q.mu.Unlock()
+		<-q.done
+		for _, sink := range q.sinks {
+			sink.Event(e)
+		}
+		return
+	}
+	q.q = append(q.q, e)
+	q.ready.Signal()
+	q.mu.Unlock()
+}
+
+// deliver is the goroutine: it hands what waits to the sinks until closed
+// and empty.
+func (q *queued) deliver() {
+	defer close(q.done)
+	var spare []observability.Event
+	for {
+		q.mu.Lock()
+		for len(q.q) == 0 && !q.closed {
+			q.ready.Wait()
+		}
+		batch := q.q
+		q.q = spare[:0]
+		q.room.Broadcast()
+		q.mu.Unlock()
+		if len(batch) == 0 {
+			return // closed, and every event seen
+		}
+		for i := range batch {
+			for _, sink := range q.sinks {
+				sink.Event(batch[i])
+			}
+		}
+		clear(batch) // keep no event's text past its delivery
+		spare = batch
+	}
+}
+
+// close waits until the sinks have seen every event queued.
+func (q *queued) close() {
+	q.mu.Lock()
+	q.closed = true
+	q.ready.Signal()
+	q.room.Broadcast()
+	q.mu.Unlock()
+	<-q.done
 }

@@ -118,16 +118,29 @@ func settle(stamp time.Time) time.Duration {
 	return 50 * time.Millisecond
 }
 
+// inboxEvery is how often, at most, recordNewMessages looks at the inbox:
+// an agent that streams makes thousands of progress events a second, and
+// a look is a system call.
+const inboxEvery = 5 * time.Millisecond
+
 // recordNewMessages is recordMessages for each of the coder's progress
-// events, which come by the thousand: it reads the inbox only when a
-// delivery may have come since it last did: when the stamp of the inbox's
-// deliveries changed, or when that last read came too soon after the stamp
-// it saw (see settle) (a delivery may then have left the stamp as it
-// was). A message is told before what the coder does with it, as when the
-// inbox was read at every event.
+// events, which come by the thousand: it looks at the inbox at most every
+// inboxEvery, and reads it only when a delivery may have come since it
+// last did: when the stamp of the inbox's deliveries changed, or when that
+// last read came too soon after the stamp it saw (see settle) (a delivery
+// may then have left the stamp as it was). The bound: a message is told
+// before every event of the coder that comes inboxEvery or more after its
+// delivery (then the look before that event came before the delivery, or
+// it comes at that event), which is before what the coder does with it:
+// the coder's model must read the message first.
 func (r *run) recordNewMessages(cli seatCLI) {
 	r.msgs.Lock()
 	defer r.msgs.Unlock()
+	now := time.Now()
+	if now.Sub(r.inboxRead.looked) < inboxEvery {
+		return
+	}
+	r.inboxRead.looked = now
 	// The stamp is taken before the read: a delivery the read misses
 	// changes it.
 	stamp, err := r.dir.Inbox().DeliveredStamp()
@@ -136,13 +149,14 @@ func (r *run) recordNewMessages(cli seatCLI) {
 	}
 	readAt := time.Now()
 	r.readMessages(cli)
-	r.inboxRead = inboxRead{stamp: stamp, settled: err == nil && readAt.Sub(stamp) > settle(stamp)}
+	r.inboxRead = inboxRead{stamp: stamp, settled: err == nil && readAt.Sub(stamp) > settle(stamp), looked: now}
 }
 
 // inboxRead is what recordNewMessages saw when it last read the inbox.
 type inboxRead struct {
 	stamp   time.Time // the stamp of the inbox's deliveries, taken before the read
 	settled bool      // the read came settle(stamp) after it: a later delivery changes it
+	looked  time.Time // when recordNewMessages last looked at the stamp
 }
 
 // readMessages is recordMessages, with r.msgs held.

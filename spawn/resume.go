@@ -149,7 +149,7 @@ func reopen(ctx context.Context, repo *runs.Repo, dir *runs.Run, opts ResumeOpti
 	if r.log, err = runs.OpenEventLog(dir.EventsPath(), red); err != nil {
 		return nil, team.Progress{}, errors.Join(fault.Errorf(fault.KindInternal, err, "cannot write the event log: %v", err), conf.close())
 	}
-	r.events = &stream{run: dir.ID, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}
+	r.events = newStream(dir.ID, opts.Now, r.record, r.log, sink)
 	r.emit(observability.Event{Kind: observability.EventResumed, Resume: &observability.Resume{At: opts.Now().UTC(), FromStatus: rec.Status, FromVerdict: rec.Verdict,
 		FromExitCode: rec.ExitCode, FromError: rec.Error, FromDurationMS: rec.DurationMS, Round: max(from.Reviewed+1, from.Coded)}})
 	for _, n := range opts.Notes {

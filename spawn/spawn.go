@@ -321,8 +321,9 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	if sink == nil {
 		sink = Discard
 	}
-	r.events = &stream{run: id, now: opts.Now, sinks: []Sink{r.record, r.log, sink}}
+	r.events = newStream(id, opts.Now, r.record, r.log, sink)
 	if err := r.startCassette(); err != nil {
+		r.events.close()
 		return nil, undo(errors.Join(err, r.log.Close(), dir.Remove()))
 	}
 	r.gh = pre.gh
@@ -412,6 +413,9 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 		outcome.Error = errorRecord(err, r.red)
 	}
 	r.emit(observability.Event{Kind: observability.EventFinished, Outcome: outcome})
+	// The event log and the caller's sink have seen every event before the
+	// log is closed and the run returns.
+	r.events.close()
 	if recErr == nil {
 		recErr = r.recordError() // the final write
 	} else {

@@ -79,6 +79,9 @@ func TestTranscriptWriteErrorsAreKept(t *testing.T) {
 	tee := &lineTee{w: failingWriter{boom}, red: observability.NewRedactor(nil)}
 	_, err := tee.Write([]byte("a\nb\n"))
 	require.NoError(t, err, "the stream goes on")
+	_, err = tee.Write([]byte("c\nd"))
+	require.NoError(t, err, "the stream goes on")
+	tee.flush()
 	assert.ErrorIs(t, tee.err, boom)
 
 	last, err := copyLines(strings.NewReader("one\ntwo\n   at frame\n"), failingWriter{boom}, nil)

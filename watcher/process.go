@@ -381,14 +381,31 @@ func copyLines(r io.Reader, w io.Writer, red *observability.Redactor) (string, e
 }
 
 // lineTee writes what passes through it to w, a whole line at a time, with
-// secrets redacted: a secret is never split across two writes.
+// secrets redacted: a secret is never split across two writes. The lines
+// are redacted and written on a goroutine of their own, in order, while
+// the agent's stream is read and parsed (writing the transcript cost a
+// tenth of reading a streaming agent); at most teeQueue writes wait for
+// it. flush writes what is left and waits for them.
 type lineTee struct {
 	w   io.Writer
 	red *observability.Redactor
-	buf []byte
-	// err is the first write error; w is left alone after it.
+	buf []byte // lines not handed to the writer yet, and the start of the next
+	// lines takes whole lines to the writer, spare brings buffers back;
+	// done is closed when the writer has written every line. All three
+	// are made on the first write.
+	lines chan []byte
+	spare chan []byte
+	done  chan struct{}
+	// err is the first write error, after which w is left alone; it is
+	// set by the writer, and read after flush.
 	err error
 }
+
+// teeQueue bounds the writes a lineTee's writer has not done yet.
+const teeQueue = 4
+
+// maxSpare bounds the buffers a lineTee reuses: a huge line's is dropped.
+const maxSpare = 1 << 20
 
 func (t *lineTee) Write(b []byte) (int, error) {
 	if t.w == nil {
@@ -402,22 +419,56 @@ func (t *lineTee) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	t.buf = append(t.buf, b[:i+1]...)
-	t.write()
-	t.buf = append(t.buf[:0], b[i+1:]...)
+	t.send()
+	t.buf = append(t.buf, b[i+1:]...)
 	return len(b), nil
 }
 
-// flush writes what is left of a last line without a newline.
-func (t *lineTee) flush() {
-	if t.w != nil && len(t.buf) > 0 {
-		t.write()
+// send hands buf to the writer, which it starts on the first call, and
+// takes a spare buffer.
+func (t *lineTee) send() {
+	if t.lines == nil {
+		t.lines, t.spare, t.done = make(chan []byte, teeQueue), make(chan []byte, teeQueue+1), make(chan struct{})
+		go t.writer()
+	}
+	t.lines <- t.buf
+	select {
+	case b := <-t.spare:
+		t.buf = b[:0]
+	default:
 		t.buf = nil
 	}
 }
 
-func (t *lineTee) write() {
-	if _, err := t.w.Write(t.red.Bytes(t.buf)); err != nil {
-		t.err, t.w = err, nil
+// writer redacts and writes the lines it is handed until flush.
+func (t *lineTee) writer() {
+	defer close(t.done)
+	for b := range t.lines {
+		if t.err == nil {
+			if _, err := t.w.Write(t.red.Bytes(b)); err != nil {
+				t.err = err
+			}
+		}
+		if cap(b) <= maxSpare {
+			select {
+			case t.spare <- b:
+			default:
+			}
+		}
+	}
+}
+
+// flush writes what is left of a last line without a newline, and
+// returns once every line is written (or failed: see err).
+func (t *lineTee) flush() {
+	if t.w != nil && len(t.buf) > 0 {
+		t.send()
+		t.buf = nil
+	}
+	if t.lines != nil {
+		close(t.lines)
+		<-t.done
+		t.lines = nil
 	}
 }
 

@@ -106,8 +106,14 @@ func (d *QuestionDetector) Detect(text string) (question string, confidence floa
 	}
 
 	score := 0.0
-	endsYesNo := yesNoMarkerAtEnd.MatchString(all)
-	endsQ := strings.HasSuffix(strings.TrimRight(yesNoMarkerAtEnd.ReplaceAllString(all, ""), trailingDecoration), "?")
+	// A long session's text is read the cheap way (see foldedText).
+	earlierFolded := foldText(earlierText)
+	endsYesNo := false
+	unmarked := all // the prose without the yes/no marker it ends with
+	if i := yesNoAtEnd(all); i >= 0 {
+		endsYesNo, unmarked = true, all[:i]
+	}
+	endsQ := strings.HasSuffix(strings.TrimRight(unmarked, trailingDecoration), "?")
 	if endsQ {
 		score += scoreEndsWithQuestion
 	}
@@ -115,13 +121,13 @@ func (d *QuestionDetector) Detect(text string) (question string, confidence floa
 	if questionMark.MatchString(lastText) {
 		score += scoreQuestionInLast
 	}
-	for _, p := range askingPhrases {
+	for i, p := range askingPhrases {
 		switch {
 		case phraseInQuestion(p.Regexp(), lastSentences):
 			score += scorePhraseInQuestion
 		case p.MatchString(lastText):
 			score += scorePhraseInLast
-		case p.MatchString(earlierText):
+		case earlierFolded.match(p, askingHints[i]):
 			score += scorePhraseElsewhere
 		}
 	}
@@ -139,7 +145,7 @@ func (d *QuestionDetector) Detect(text string) (question string, confidence floa
 			score += scoreExtraElsewhere
 		}
 	}
-	if !endsQ && !endsYesNo && completionReport.MatchString(all) {
+	if !endsQ && !endsYesNo && foldText(all).match(completionReport, completionHints) {
 		score -= penaltyCompletion
 	}
 	// Rounded to hundredths so that sums such as 0.2+0.4 compare as
@@ -183,6 +189,25 @@ var (
 		lazy.MustCompile(`(?i)\bbefore i (?:proceed|continue|start|go ahead)\b`),
 		lazy.MustCompile(`(?i)\bhow should i\b`),
 	}
+	// askingHints are, for each of askingPhrases, the words (lowercase)
+	// one of which every text it matches holds, in some case: the hints of
+	// foldedText.match. The phrases never match a line break.
+	askingHints = [][]hint{
+		{{word: "would you "}},
+		{{word: "do you "}},
+		{{word: "should i"}, {word: "shall i"}, {word: "may i"}, {word: "can i"}},
+		{{word: "proceed"}, {word: "continue"}, {word: "go ahead"}},
+		{{word: "let me know "}},
+		{{word: "confirm"}, {word: "clarify"}, {word: "advise"}, {word: "decide"}},
+		{{word: "which "}},
+		{{word: "before i "}},
+		{{word: "how should i"}},
+	}
+	// completionHints are completionReport's hints, as askingHints: its
+	// words, and its verbs after "i ", "i've " or "i have ".
+	completionHints = append([]hint{{word: "done"}, {word: "complete"}, {word: "finished"}, {word: "tests"}, {word: "successfully"}},
+		verbHints("added", "created", "fixed", "updated", "implemented", "removed", "written", "wrote", "refactored",
+			"committed", "made", "changed", "renamed", "moved", "replaced", "regenerated")...)
 	// codeFence opens or closes a fenced code block.
 	codeFence = lazy.MustCompile("^\\s*(?:```|~~~)")
 	// inlineCodeSpan is a code span.
@@ -201,7 +226,7 @@ func proseLines(text string) []string {
 	inFence := false
 	for line := range strings.Lines(strings.ReplaceAll(text, "\r\n", "\n")) {
 		line = strings.TrimRight(line, "\r\n")
-		if codeFence.MatchString(line) {
+		if (strings.Contains(line, "```") || strings.Contains(line, "~~~")) && codeFence.MatchString(line) {
 			inFence = !inFence
 			out = append(out, "")
 			continue
@@ -210,12 +235,136 @@ func proseLines(text string) []string {
 			out = append(out, "")
 			continue
 		}
-		line = inlineCodeSpan.ReplaceAllString(line, "code")
-		line = strings.NewReplacer("**", "", "__", "").Replace(line)
-		line = proseURL.ReplaceAllString(line, "URL")
+		// The expressions run only on a line that may hold what they
+		// match: a code span holds a backquote, a URL "://" or "www."
+		// (in any case: no other letter folds onto w).
+		if strings.IndexByte(line, '`') >= 0 {
+			line = inlineCodeSpan.ReplaceAllString(line, "code")
+		}
+		if strings.Contains(line, "**") || strings.Contains(line, "__") {
+			line = emphasis.Replace(line)
+		}
+		if strings.Contains(line, "://") || hasWWW(line) {
+			line = proseURL.ReplaceAllString(line, "URL")
+		}
 		out = append(out, strings.TrimSpace(line))
 	}
 	return out
+}
+
+// emphasis removes bold and underline markers.
+var emphasis = strings.NewReplacer("**", "", "__", "")
+
+// hasWWW reports whether s holds "www." in any case.
+func hasWWW(s string) bool {
+	for i := 0; i+4 <= len(s); i++ {
+		if s[i]|0x20 == 'w' && s[i+1]|0x20 == 'w' && s[i+2]|0x20 == 'w' && s[i+3] == '.' {
+			return true
+		}
+	}
+	return false
+}
+
+// yesNoAtEnd is where the yes/no marker that ends text starts
+// (yesNoMarkerAtEnd), -1 when text ends with none. A match holds no
+// opening bracket but its first, and reaches the end: it starts at the
+// last opening bracket, and only what follows it is read.
+func yesNoAtEnd(text string) int {
+	i := strings.LastIndexAny(text, "([")
+	if i < 0 {
+		return -1
+	}
+	if loc := yesNoMarkerAtEnd.FindStringIndex(text[i:]); loc != nil {
+		return i + loc[0]
+	}
+	return -1
+}
+
+// hint is a word (lowercase ASCII) an expression's match holds; after,
+// when set, are what comes just before it in such a match, one of them.
+type hint struct {
+	word  string
+	after []string
+}
+
+// verbHints are the hints of completionReport's verbs.
+func verbHints(verbs ...string) []hint {
+	out := make([]hint, len(verbs))
+	for i, v := range verbs {
+		out[i] = hint{word: v, after: []string{"i ", "'ve ", "have "}}
+	}
+	return out
+}
+
+// foldedText is a text to match expressions against that never match a
+// line break, such as askingPhrases, with hints: words one of which a
+// text must hold, in some case, for the expression to match it. A long
+// session's text (codex's and gemini's results hold every turn's
+// messages, megabytes) is not run through the expression whole: only its
+// lines that hold a hint are, which gives the same answer (an expression
+// that never matches a line break matches a text exactly when it matches
+// one of its lines, whose ends are word boundaries as the breaks are).
+type foldedText struct {
+	text  string
+	lower string // text with ASCII letters in lower case, byte for byte
+	// whole says the hints cannot be searched for in lower: (?i) matches
+	// 'ſ' (U+017F) for s and 'K' (U+212A, Kelvin) for k, the only
+	// letters outside ASCII that fold onto ASCII ones.
+	whole bool
+}
+
+func foldText(text string) foldedText {
+	if strings.Contains(text, "\u017f") || strings.Contains(text, "\u212a") {
+		return foldedText{text: text, whole: true}
+	}
+	lower := []byte(text)
+	for i, c := range lower {
+		if 'A' <= c && c <= 'Z' {
+			lower[i] = c + 'a' - 'A'
+		}
+	}
+	return foldedText{text: text, lower: string(lower)}
+}
+
+// match reports whether re matches the text; hints are re's (see
+// foldedText).
+func (f foldedText) match(re *lazy.Regexp, hints []hint) bool {
+	if f.whole {
+		return re.MatchString(f.text)
+	}
+	for _, h := range hints {
+		for from := 0; from < len(f.text); {
+			i := strings.Index(f.lower[from:], h.word)
+			if i < 0 {
+				break
+			}
+			i += from
+			if !endsWithAny(f.lower[:i], h.after) {
+				from = i + 1
+				continue
+			}
+			start := strings.LastIndexByte(f.text[:i], '\n') + 1
+			end := len(f.text)
+			if j := strings.IndexByte(f.text[i:], '\n'); j >= 0 {
+				end = i + j
+			}
+			if re.MatchString(f.text[start:end]) {
+				return true
+			}
+			from = end + 1
+		}
+	}
+	return false
+}
+
+// endsWithAny reports whether s ends with one of ends; true for none.
+func endsWithAny(s string, ends []string) bool {
+	for _, e := range ends {
+		if strings.HasSuffix(s, e) {
+			return true
+		}
+	}
+	return len(ends) == 0
 }
 
 // splitParagraphs groups non-empty lines separated by blank lines.

@@ -144,3 +144,86 @@ func TestDetectOnNilDetector(t *testing.T) {
 	assert.GreaterOrEqual(t, conf, 0.7)
 	assert.Equal(t, "Shall I continue?", q)
 }
+
+// BenchmarkDetectLongSession: the text of a session of 20,000 model turns
+// (codex's and gemini's Result.Text holds every turn's messages), its last
+// one a question.
+func BenchmarkDetectLongSession(b *testing.B) {
+	var text strings.Builder
+	for range 20000 {
+		text.WriteString("Let me look around.\n\nAdded hello.txt and ran `go test ./...` on https://example.com/x.\n\n")
+	}
+	text.WriteString("Should I also update the README?")
+	d, err := NewQuestionDetector(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(text.Len()))
+	for range b.N {
+		if q, _ := d.Detect(text.String()); q == "" {
+			b.Fatal("no question")
+		}
+	}
+}
+
+// byLineSeeds hold every asking phrase and completion word, in other
+// cases, at line ends, inside words, with the letters that fold onto s
+// and k from outside ASCII, and yes/no markers at the end and elsewhere.
+var byLineSeeds = []string{
+	"How would you like it?\nDo you want tests?\nSHOULD I go on\nshall i?\nMay I\ncan i\n",
+	"ready to proceed\nOK to continue\nokay to GO AHEAD\nlet me know if\nLet Me Know whether it works",
+	"please confirm\ncan you clarify\ncould you ADVISE\nplease decide\nwhich option\nWhich approach\nwhich one",
+	"before I proceed\nbefore i start\nhow should I\nhowshould i\nwould you\nlike\ndo\nyou want",
+	"Done.\ncompleted\ncomplete\nFINISHED\nall the tests now passed\ntests pass\nsuccessfully\n",
+	"I added\nI've created\ni have fixed\nI updated, implemented, removed, written, wrote, refactored\nI committed made changed renamed moved replaced regenerated",
+	"ſhould i\nſhall I\nwhich option\nlet me \u212anow if\nall teſts paſs\nſucceſſfully",
+	"abandoned\nundone\nprefixed\nsuffixdone\nxshould iy\nshould\ni\n",
+	"Added hello.txt.\nFINAL: committed.\nI  added\nI\tadded\nhi added\nI've  added\nI have\nadded\nI HAVE MADE\nI'VE WROTE\nthey have moved",
+	"```\nshould i\n```\n  ~~~\n**should** i\n__do you__ want",
+	"text (y/n)", "text [yes/no]?", "text ( y/n ) :", "(y/n) then more", "a (b) [c] (y/n/q)\n\n", "((y/n)", "[y/n])", "(yes/no)\n?\n", "\n(\ny/n\n)\n",
+	"", "\n", "\n\n", "should i\n", "\nshould i", "x\r\nshould i\r\n",
+}
+
+// FuzzDetectByLine: the cheap reading of a long text (foldedText,
+// yesNoAtEnd) answers as the expressions do over the whole text.
+func FuzzDetectByLine(f *testing.F) {
+	for _, s := range byLineSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		checkByLine(t, text)
+	})
+}
+
+// TestDetectByLine: FuzzDetectByLine's check on its seeds, and on them
+// all as one text.
+func TestDetectByLine(t *testing.T) {
+	for _, s := range byLineSeeds {
+		checkByLine(t, s)
+	}
+	checkByLine(t, strings.Join(byLineSeeds, "\n\n"))
+}
+
+func checkByLine(t *testing.T, text string) {
+	t.Helper()
+	folded := foldText(text)
+	for i, p := range askingPhrases {
+		if got, want := folded.match(p, askingHints[i]), p.MatchString(text); got != want {
+			t.Fatalf("asking phrase %s on %q: %v, want %v", p.Regexp(), text, got, want)
+		}
+	}
+	if got, want := folded.match(completionReport, completionHints), completionReport.MatchString(text); got != want {
+		t.Fatalf("completion report on %q: %v, want %v", text, got, want)
+	}
+	i := yesNoAtEnd(text)
+	if want := yesNoMarkerAtEnd.MatchString(text); (i >= 0) != want {
+		t.Fatalf("yes/no marker at the end of %q: at %d, want %v", text, i, want)
+	}
+	unmarked := text
+	if i >= 0 {
+		unmarked = text[:i]
+	}
+	if want := yesNoMarkerAtEnd.ReplaceAllString(text, ""); unmarked != want {
+		t.Fatalf("%q without its yes/no marker: %q, want %q", text, unmarked, want)
+	}
+}

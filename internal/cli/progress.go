@@ -8,9 +8,11 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 // progressLine is the terminal's Sink of a run's events: on stderr, a line
@@ -30,7 +32,7 @@ type progressLine struct {
 	live    bool // draw the status line (stderr is a terminal)
 	narrate bool // print what the agents do (notes are always printed)
 	role    string
-	sandbox string // the worktree's path, shown relative in tool lines
+	sandbox []byte // the worktree's path and a slash, taken out of tool lines
 	last    observability.Progress
 	cost    float64 // the run's running total: coder and reviewers; it never goes down
 	start   time.Time
@@ -122,7 +124,10 @@ func (p *progressLine) Event(e observability.Event) {
 	case e.Kind == observability.EventWarning:
 		fmt.Fprintf(&p.w, "warning: %s\n", e.Text)
 	case e.Kind == observability.EventPhase && e.Phase == observability.PhaseSandbox:
-		p.sandbox = e.Text
+		p.sandbox = nil
+		if e.Text != "" {
+			p.sandbox = []byte(e.Text + "/")
+		}
 	case e.Kind == observability.EventResumed:
 		from := string(e.Resume.FromStatus)
 		if e.Resume.FromVerdict != "" && e.Resume.FromVerdict != "none" {
@@ -136,12 +141,12 @@ func (p *progressLine) Event(e observability.Event) {
 		ev := *e.Agent
 		role := string(e.Role)
 		// A reviewer's raw answer is JSON: its verdict is told instead.
-		if p.sandbox != "" && len(ev.Input) > 0 {
+		if len(p.sandbox) > 0 && bytes.Contains(ev.Input, p.sandbox) {
 			// Paths inside the worktree read as the repository's own.
-			ev.Input = bytes.ReplaceAll(ev.Input, []byte(p.sandbox+"/"), nil)
+			ev.Input = bytes.ReplaceAll(ev.Input, p.sandbox, nil)
 		}
 		if line := describe(ev); line != "" && !(e.Role == "reviewer" && ev.Kind == observability.ProgressText) {
-			fmt.Fprintf(&p.w, "  %-8s %s\n", role, line)
+			p.agentLine(role, line)
 		}
 		p.role, p.last = role, ev
 		p.cost = max(p.cost, e.RunCostUSD, ev.CostUSD)
@@ -156,6 +161,19 @@ func (p *progressLine) Event(e observability.Event) {
 	}
 	p.draw()
 	p.later()
+}
+
+// agentLine writes what an agent did, as fmt's "  %-8s %s\n" of role
+// and line: an agent that streams does thousands of things a second.
+func (p *progressLine) agentLine(role, line string) {
+	p.w.WriteString("  ")
+	p.w.WriteString(role)
+	for n := utf8.RuneCountInString(role); n < 8; n++ {
+		p.w.WriteByte(' ')
+	}
+	p.w.WriteByte(' ')
+	p.w.WriteString(line)
+	p.w.WriteByte('\n')
 }
 
 func (p *progressLine) erase() {
@@ -213,26 +231,13 @@ func describe(ev observability.Progress) string {
 	return ""
 }
 
-// toolSummary picks the telling field of a tool's input.
+// toolSummary picks the telling field of a tool's input (see
+// runners.InputSummary): its first line, or the paths of a change of
+// several files.
 func toolSummary(input json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(input, &m) != nil {
-		return ""
+	summary, isValue := runners.InputSummary(input)
+	if isValue {
+		return firstLine(summary)
 	}
-	for _, k := range []string{"command", "file_path", "path", "pattern", "url", "query"} {
-		if v, ok := m[k].(string); ok {
-			return firstLine(v)
-		}
-	}
-	// A change of several files (codex's file_change): their paths.
-	if changes, ok := m["changes"].([]any); ok {
-		var paths []string
-		for _, c := range changes {
-			if p, ok := c.(map[string]any)["path"].(string); ok {
-				paths = append(paths, p)
-			}
-		}
-		return strings.Join(paths, " ")
-	}
-	return ""
+	return summary
 }

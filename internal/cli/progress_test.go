@@ -103,3 +103,13 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(b)
 }
+
+// TestAgentLineIsFmts: a line of what an agent did is fmt's "  %-8s %s\n"
+// of its role and text.
+func TestAgentLineIsFmts(t *testing.T) {
+	for _, role := range []string{"", "coder", "reviewer", "a-long-role", "rôle"} {
+		var p progressLine
+		p.agentLine(role, "tool:   Bash go test")
+		assert.Equal(t, fmt.Sprintf("  %-8s %s\n", role, "tool:   Bash go test"), p.w.String())
+	}
+}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -98,7 +97,7 @@ func (p *jsonProgress) Event(e observability.Event) {
 	if p.err != nil {
 		return
 	}
-	b, err := json.Marshal(e)
+	b, err := e.AppendJSON(nil)
 	if err != nil {
 		p.err = fmt.Errorf("encode a %s event: %w", e.Kind, err)
 		return

@@ -1,7 +1,6 @@
 package runs
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -21,6 +20,7 @@ type EventLog struct {
 	f     *os.File
 	red   *observability.Redactor
 	buf   []byte      // events not written yet, whole lines
+	line  []byte      // the event being written, reused
 	timer *time.Timer // writes buf out, flushAfter after its first event
 	armed bool        // timer will fire
 	err   error
@@ -51,12 +51,12 @@ func (l *EventLog) Event(e observability.Event) {
 		return
 	}
 	e.Record = nil // the record has a file of its own
-	b, err := json.Marshal(e)
-	if err != nil {
+	var err error
+	if l.line, err = e.AppendJSON(l.line[:0]); err != nil {
 		l.err = fmt.Errorf("write the event log %s: %w", l.f.Name(), err)
 		return
 	}
-	l.buf = append(append(l.buf, l.red.Bytes(b)...), '\n')
+	l.buf = append(append(l.buf, l.red.Bytes(l.line)...), '\n')
 	switch {
 	case len(l.buf) >= flushSize:
 		l.flush()
