@@ -26,8 +26,9 @@ var Discard Sink = SinkFunc(func(observability.Event) {})
 // stream stamps events and hands them to every sink in turn, one event at a
 // time even when agents report concurrently (parallel reviewers). The
 // sinks see each event before emit returns (the record: the run reads it
-// back); the sinks of later see it soon after, on a goroutine of their
-// own (see queued), and close waits until they have seen every event.
+// back); the sinks of later see an agent's progress soon after, on a
+// goroutine of their own, and every other event before emit returns (see
+// queued); close waits until they have seen every event.
 type stream struct {
 	mu    sync.Mutex
 	run   string
@@ -79,20 +80,24 @@ func (s *stream) close() {
 // an agent whose events come faster than the sinks take them waits.
 const maxQueued = 1024
 
-// queued hands events to its sinks, in order, on a goroutine of its own:
-// writing events.ndjson (JSON and redaction for every event) and the
-// narration cost as much as reading an agent's stream, and the two run
-// side by side. The goroutine takes what waits all at once and wakes the
-// emitter only when the queue was full, so that a stream of events costs
-// few wakeups. Its memory is bounded: at most maxQueued events wait, and
-// the emitter waits for room.
+// queued hands events to its sinks, in order. An agent's progress events
+// (EventAgent), which come by the thousand from a streaming agent, are
+// handed over on a goroutine of its own: writing events.ndjson (JSON and
+// redaction for every event) and the narration cost as much as reading an
+// agent's stream, and the two run side by side. The goroutine takes what
+// waits all at once and wakes the emitter only when the queue was full, so
+// that a stream of events costs few wakeups. Its memory is bounded: at most
+// maxQueued events wait, and the emitter waits for room. Every other event
+// (a phase, a process, a commit: a few a turn) the sinks see before emit
+// returns, once they have seen every earlier one.
 type queued struct {
 	sinks []Sink
 
 	mu     sync.Mutex
 	ready  sync.Cond // events wait, or closed
-	room   sync.Cond // the queue has room again
+	room   sync.Cond // the queue has room again, or the sinks are free
 	q      []observability.Event
+	busy   bool // the sinks are being handed events
 	closed bool
 	done   chan struct{} // the goroutine returned: every event was seen
 }
@@ -104,24 +109,45 @@ func newQueued(sinks ...Sink) *queued {
 	return q
 }
 
-// Event queues e for the sinks, waiting for room; once closed, the sinks
-// see it once they have seen what was queued.
+// Event hands e to the sinks: an agent's progress event is queued, waiting
+// for room; any other is handed over at once, after what was queued. Once
+// closed, the sinks see e once they have seen what was queued.
 func (q *queued) Event(e observability.Event) {
 	q.mu.Lock()
-	for len(q.q) >= maxQueued && !q.closed {
-		q.room.Wait()
+	if e.Kind == observability.EventAgent {
+		for len(q.q) >= maxQueued && !q.closed {
+			q.room.Wait()
+		}
+	} else {
+		for (len(q.q) > 0 || q.busy) && !q.closed {
+			q.room.Wait()
+		}
 	}
-	if q.closed {
+	switch {
+	case q.closed:
 		q.mu.Unlock()
 		<-q.done
-		for _, sink := range q.sinks {
-			sink.Event(e)
-		}
-		return
+		q.hand(e)
+	case e.Kind == observability.EventAgent:
+		q.q = append(q.q, e)
+		q.ready.Signal()
+		q.mu.Unlock()
+	default:
+		q.busy = true
+		q.mu.Unlock()
+		q.hand(e)
+		q.mu.Lock()
+		q.busy = false
+		q.ready.Signal()
+		q.mu.Unlock()
 	}
-	q.q = append(q.q, e)
-	q.ready.Signal()
-	q.mu.Unlock()
+}
+
+// hand gives e to every sink.
+func (q *queued) hand(e observability.Event) {
+	for _, sink := range q.sinks {
+		sink.Event(e)
+	}
 }
 
 // deliver is the goroutine: it hands what waits to the sinks until closed
@@ -131,23 +157,26 @@ func (q *queued) deliver() {
 	var spare []observability.Event
 	for {
 		q.mu.Lock()
-		for len(q.q) == 0 && !q.closed {
+		for (len(q.q) == 0 || q.busy) && !q.closed {
 			q.ready.Wait()
 		}
 		batch := q.q
 		q.q = spare[:0]
+		q.busy = len(batch) > 0
 		q.room.Broadcast()
 		q.mu.Unlock()
 		if len(batch) == 0 {
 			return // closed, and every event seen
 		}
 		for i := range batch {
-			for _, sink := range q.sinks {
-				sink.Event(batch[i])
-			}
+			q.hand(batch[i])
 		}
 		clear(batch) // keep no event's text past its delivery
 		spare = batch
+		q.mu.Lock()
+		q.busy = false
+		q.room.Broadcast()
+		q.mu.Unlock()
 	}
 }
 

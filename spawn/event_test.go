@@ -1,6 +1,7 @@
 package spawn
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -34,7 +35,7 @@ func TestTheSinksSeeEveryEventInOrderBeforeTheStreamCloses(t *testing.T) {
 	var want []string
 	for i := range n {
 		want = append(want, strconv.Itoa(i))
-		s.emit(observability.Event{Kind: observability.EventNote, Text: want[i]})
+		s.emit(observability.Event{Kind: observability.EventAgent, Agent: &observability.Progress{}, Text: want[i]})
 		require.Len(t, record, i+1, "the record sees an event before emit returns")
 	}
 	s.close()
@@ -47,6 +48,35 @@ func TestTheSinksSeeEveryEventInOrderBeforeTheStreamCloses(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, "after", slow[len(slow)-1], "once closed, emit hands the event over at once")
 	assert.Len(t, slow, n+1)
+}
+
+// An event other than an agent's progress (a phase, a process, a commit:
+// what a caller acts on) reaches every sink before emit returns, after
+// every progress event emitted before it.
+func TestTheSinksSeeARunsOtherEventsBeforeEmitReturns(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	s := newStream("run-1", time.Now, Discard, SinkFunc(func(e observability.Event) {
+		if e.Kind == observability.EventAgent {
+			time.Sleep(100 * time.Microsecond) // slower than the events come
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, e.Text)
+	}))
+	defer s.close()
+	var want []string
+	for round := range 3 {
+		for i := range 200 {
+			want = append(want, fmt.Sprintf("progress %d.%d", round, i))
+			s.emit(observability.Event{Kind: observability.EventAgent, Agent: &observability.Progress{}, Text: want[len(want)-1]})
+		}
+		want = append(want, fmt.Sprintf("phase %d", round))
+		s.emit(observability.Event{Kind: observability.EventPhase, Text: want[len(want)-1]})
+		mu.Lock()
+		assert.Equal(t, want, seen, "round %d: the phase and everything before it, in order", round)
+		mu.Unlock()
+	}
 }
 
 // TestASlowSinkHoldsTheEmitterBack: the events a sink has not seen yet
@@ -64,7 +94,7 @@ func TestASlowSinkHoldsTheEmitterBack(t *testing.T) {
 	emitted := make(chan int)
 	go func() {
 		for i := range 3 * maxQueued {
-			s.emit(observability.Event{Kind: observability.EventNote})
+			s.emit(observability.Event{Kind: observability.EventAgent, Agent: &observability.Progress{}})
 			if i == 2*maxQueued {
 				emitted <- i
 			}
