@@ -184,11 +184,18 @@ func appendRawJSON(b []byte, raw json.RawMessage) (_ []byte, ok bool) {
 	// Compacted after b, then escaped in place when it holds anything to
 	// escape (rarely).
 	at := len(b)
-	buf := bytes.NewBuffer(b)
-	if json.Compact(buf, raw) != nil {
-		return b[:at], false
+	c := compacter{src: raw, dst: b}
+	if c.value() && c.end() {
+		b = c.dst
+	} else {
+		// Not JSON, or nested deeper than compacter goes: json.Compact
+		// says which.
+		buf := bytes.NewBuffer(b[:at])
+		if json.Compact(buf, raw) != nil {
+			return b[:at], false
+		}
+		b = buf.Bytes()
 	}
-	b = buf.Bytes()
 	if !needsHTMLEscape(b[at:]) {
 		return b, true
 	}
@@ -217,4 +224,194 @@ func needsHTMLEscape(src []byte) bool {
 		}
 	}
 	return false
+}
+
+// maxCompactDepth bounds the nesting compacter reads; a deeper value goes
+// to json.Compact.
+const maxCompactDepth = 256
+
+// compacter appends src to dst without its insignificant spaces, as
+// json.Compact does, when src is one JSON value (the grammar json.Compact
+// takes: strings are not checked for UTF-8) nested at most
+// maxCompactDepth deep: a tool call's input, on every tool event, without
+// json.Compact's state machine. Its methods report false for anything
+// else.
+type compacter struct {
+	src   []byte
+	i     int
+	dst   []byte
+	depth int
+}
+
+func (c *compacter) ws() {
+	for c.i < len(c.src) {
+		switch c.src[c.i] {
+		case ' ', '\t', '\n', '\r':
+			c.i++
+		default:
+			return
+		}
+	}
+}
+
+// end reports whether only spaces follow.
+func (c *compacter) end() bool {
+	c.ws()
+	return c.i == len(c.src)
+}
+
+// next is the next byte after spaces, 0 at the end.
+func (c *compacter) next() byte {
+	c.ws()
+	if c.i >= len(c.src) {
+		return 0
+	}
+	return c.src[c.i]
+}
+
+// value reads one value.
+func (c *compacter) value() bool {
+	switch c.next() {
+	case '{':
+		return c.container('}', func() bool {
+			if c.next() != '"' || !c.str() || c.next() != ':' {
+				return false
+			}
+			c.dst = append(c.dst, ':')
+			c.i++
+			return c.value()
+		})
+	case '[':
+		return c.container(']', c.value)
+	case '"':
+		return c.str()
+	case 't':
+		return c.literal("true")
+	case 'f':
+		return c.literal("false")
+	case 'n':
+		return c.literal("null")
+	default:
+		return c.number()
+	}
+}
+
+// container reads an object or an array (its opening byte at c.i), each
+// member with member.
+func (c *compacter) container(closing byte, member func() bool) bool {
+	if c.depth++; c.depth > maxCompactDepth {
+		return false
+	}
+	c.dst = append(c.dst, c.src[c.i])
+	c.i++
+	if c.next() == closing {
+		c.dst = append(c.dst, closing)
+		c.i++
+		c.depth--
+		return true
+	}
+	for {
+		if !member() {
+			return false
+		}
+		switch c.next() {
+		case ',':
+			c.dst = append(c.dst, ',')
+			c.i++
+		case closing:
+			c.dst = append(c.dst, closing)
+			c.i++
+			c.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str reads a string (its quote at c.i), copied as it is.
+func (c *compacter) str() bool {
+	start := c.i
+	for i := c.i + 1; i < len(c.src); i++ {
+		switch ch := c.src[i]; {
+		case ch == '"':
+			c.i = i + 1
+			c.dst = append(c.dst, c.src[start:c.i]...)
+			return true
+		case ch < 0x20:
+			return false
+		case ch == '\\':
+			if i+1 >= len(c.src) {
+				return false
+			}
+			switch c.src[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if i+6 > len(c.src) {
+					return false
+				}
+				for _, h := range c.src[i+2 : i+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				i += 5
+			default:
+				return false
+			}
+		}
+	}
+	return false
+}
+
+// literal reads true, false or null.
+func (c *compacter) literal(word string) bool {
+	if !bytes.HasPrefix(c.src[c.i:], []byte(word)) {
+		return false
+	}
+	c.dst = append(c.dst, word...)
+	c.i += len(word)
+	return true
+}
+
+// number reads a number.
+func (c *compacter) number() bool {
+	src, i := c.src, c.i
+	digits := func() bool {
+		n := i
+		for i < len(src) && '0' <= src[i] && src[i] <= '9' {
+			i++
+		}
+		return i > n
+	}
+	if i < len(src) && src[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(src) && src[i] == '0':
+		i++
+	case i < len(src) && '1' <= src[i] && src[i] <= '9':
+		digits()
+	default:
+		return false
+	}
+	if i < len(src) && src[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		i++
+		if i < len(src) && (src[i] == '+' || src[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	c.dst = append(c.dst, src[c.i:i]...)
+	c.i = i
+	return true
 }

@@ -1,8 +1,10 @@
 package observability
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,6 +41,15 @@ func TestAppendJSONIsMarshal(t *testing.T) {
 		{Time: at, Kind: EventAgent, Agent: &Progress{CostUSD: math.NaN()}},
 		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(`{not json`)}},
 		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(`null`)}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(" \t\r\n[ true , false , null , -0.5e+10 , 0 , 1E2 , \"\\u00e9\\/\\b\" , { } , [ ] , {\"a\" : [ { \"b\" : 1 } ] } ] \n")}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(strings.Repeat("[", 300) + strings.Repeat("]", 300))}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(strings.Repeat("[", 10001) + strings.Repeat("]", 10001))}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(`{"a":01}`)}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(`{"a":"x"} {"b":1}`)}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage("\"tab\tin string\"")}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(`"\x"`)}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(`[1,]`)}},
+		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage(`tru`)}},
 		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage("{\"a\" : \"x\u2028y\u2029z\xe2\x80 \xe2<\"}")}},
 		{Time: at, Kind: EventAgent, Agent: &Progress{Input: json.RawMessage("{\"a\":\"\u2028\"}")}},
 		{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), Kind: EventAgent, Agent: &Progress{}},
@@ -82,6 +93,31 @@ func BenchmarkAppendJSON(b *testing.B) {
 	b.Run("json.Marshal", func(b *testing.B) {
 		for b.Loop() {
 			_, _ = json.Marshal(e)
+		}
+	})
+}
+
+// FuzzCompacter: what compacter accepts, json.Compact accepts and writes
+// the same.
+func FuzzCompacter(f *testing.F) {
+	for _, s := range []string{
+		`{"command": "go test ./...", "n": [1, 2.5e-3, -0, true, false, null], "o": {"k" : "v\u00e9\n\"<>&"}}`,
+		" [ ] ", `{}`, `"s"`, `0`, `-1.5E+2`, `{"a":[{"b":[{"c":{}}]}]}`, "\"\xff\xfe\"", `{"a":1,}`, `[01]`, `"\u12"`, `nul`,
+		`{"a" 1}`, `[1 2]`, `{"a":1}}`, "\"\x01\"", `1.`, `.5`, `1e`, `-`, `"\/"`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		c := compacter{src: src}
+		if !c.value() || !c.end() {
+			return
+		}
+		var want bytes.Buffer
+		if err := json.Compact(&want, src); err != nil {
+			t.Fatalf("compacter took %q, which json.Compact refuses: %v", src, err)
+		}
+		if string(c.dst) != want.String() {
+			t.Fatalf("compacter wrote %q, json.Compact %q", c.dst, want.String())
 		}
 	})
 }
