@@ -125,7 +125,10 @@ func TestGeminiHangIsKilledWithItsTree(t *testing.T) {
 
 	out, err := Run(context.Background(), &runners.Gemini{Bin: gemini, Model: "gemini-2.5-pro"},
 		runners.Turn{Prompt: "review", Dir: testenv.Repo(t)},
-		Options{Env: testenv.Env(t, genv...), IdleTimeout: 3 * time.Second, Grace: time.Second})
+		// The idle timeout leaves gemini time to start and ask (node's
+		// start-up takes seconds on a loaded machine): the hang it is to
+		// catch is the model's, after the request.
+		Options{Env: testenv.Env(t, genv...), IdleTimeout: 10 * time.Second, Grace: time.Second})
 	require.NoError(t, err)
 	assert.Equal(t, StopIdleTimeout, out.Stopped)
 	assert.Nil(t, out.Result)
