@@ -6,6 +6,7 @@ package observability
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -542,7 +543,12 @@ func (r *Record) Finish(status Status, exitCode int, at time.Time) {
 func (r Record) MarshalJSON() ([]byte, error) {
 	type plain Record
 	p := plain(r)
-	p.CommandLines = nonNil(p.CommandLines)
+	// The lists whose elements change are copied first: encoding never
+	// writes to r, which its owner may read meanwhile.
+	p.CommandLines = slices.Clone(nonNil(p.CommandLines))
+	p.GitHubThreads = slices.Clone(p.GitHubThreads)
+	p.GitHubReviews = slices.Clone(p.GitHubReviews)
+	p.ReviewFeedback = slices.Clone(p.ReviewFeedback)
 	for i := range p.CommandLines {
 		p.CommandLines[i].Argv = nonNil(p.CommandLines[i].Argv)
 		p.CommandLines[i].Tools = nonNil(p.CommandLines[i].Tools)
@@ -555,7 +561,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	p.GitHubStatuses = nonNil(p.GitHubStatuses)
 	p.GitHubThreads = nonNil(p.GitHubThreads)
 	for i := range p.GitHubThreads {
-		p.GitHubThreads[i].Replies = nonNil(p.GitHubThreads[i].Replies)
+		p.GitHubThreads[i].Replies = slices.Clone(nonNil(p.GitHubThreads[i].Replies))
 		for j := range p.GitHubThreads[i].Replies {
 			p.GitHubThreads[i].Replies[j].Commits = nonNil(p.GitHubThreads[i].Replies[j].Commits)
 		}

@@ -445,8 +445,8 @@ func (r *run) wrap(err error, msg string) error {
 
 // lastRound is the highest round an agent ran in.
 func (r *run) lastRound() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.record.mu.Lock()
+	defer r.record.mu.Unlock()
 	round := 1
 	for _, c := range r.rec.CommandLines {
 		round = max(round, c.Iteration)
