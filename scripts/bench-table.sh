@@ -127,7 +127,8 @@ END {
 			one("  the same run with the recorded stream alone", v(k, "base-ms"), "ms", "-")
 		}
 	}
-	row("8 concurrent solo runs vs 8 bare claude", ms("BenchmarkConcurrent8/spawn", "ns/op"), ms("BenchmarkConcurrent8/claude", "ns/op"), "ms")
+	row("8 concurrent solo runs vs 8 bare claude", v("BenchmarkConcurrent8", "spawn-ms"), v("BenchmarkConcurrent8", "claude-ms"), "ms")
+	one("  load before the runs", v("BenchmarkConcurrent8", "load"), "x", "-")
 	k = "BenchmarkReviewerBytes"
 	for (r = 2; r <= 5; r++) {
 		row("reviewer round " r ": prompt / full re-review", v(k, "r" r "-prompt-x"), 0.40, "x")

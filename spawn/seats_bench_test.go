@@ -11,6 +11,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/config"
 )
 
 // writeTurn is one file write, in the tool shape of the CLI that calls
@@ -65,18 +66,7 @@ func BenchmarkSeatTurn(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				repo := testenv.Repo(b)
-				ag, err := a.Seat(runners.Seat{Role: runners.RoleCoder, Bin: bin, Settings: cfg.Runners.Get(a.Name()), Dir: b.TempDir(),
-					RelayURL: base, RelayKey: modelserver.APIKey,
-					Permissions: runners.Permissions{Mode: cfg.Permissions.Mode, Allowed: cfg.Permissions.AllowedTools, Denied: cfg.Permissions.DeniedTools}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				c, err := ag.Command(runners.Turn{Prompt: "create hello.txt", Dir: repo})
-				if err != nil {
-					b.Fatal(err)
-				}
-				cmd := exec.Command(c.Path, c.Args...)
-				cmd.Dir, cmd.Env, cmd.Stdin = repo, append(append(env, ag.Env()...), c.Env...), strings.NewReader(c.Stdin)
+				cmd := bareCommand(b, a, bin, cfg, base, env, repo, "create hello.txt")
 				b.StartTimer()
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Fatalf("%v: %s", err, out)
@@ -89,4 +79,27 @@ func BenchmarkSeatTurn(b *testing.B) {
 			}
 		})
 	}
+}
+
+// bareCommand is the command line a's adapter makes for a coder's turn
+// with prompt in repo, run bare: bin straight at the model at base, with
+// env and the adapter's own environment, nothing of spawn around it. Like
+// the agent spawn runs, it gets a home of its own: bare processes run
+// at once would otherwise wait on each other's locks in a shared one.
+func bareCommand(b *testing.B, a runners.Adapter, bin string, cfg config.Config, base string, env []string, repo, prompt string) *exec.Cmd {
+	b.Helper()
+	ag, err := a.Seat(runners.Seat{Role: runners.RoleCoder, Bin: bin, Settings: cfg.Runners.Get(a.Name()), Dir: b.TempDir(),
+		RelayURL: base, RelayKey: modelserver.APIKey,
+		Permissions: runners.Permissions{Mode: cfg.Permissions.Mode, Allowed: cfg.Permissions.AllowedTools, Denied: cfg.Permissions.DeniedTools}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := ag.Command(runners.Turn{Prompt: prompt, Dir: repo})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Dir, cmd.Stdin = repo, strings.NewReader(c.Stdin)
+	cmd.Env = append(append(append(env, ag.Env()...), c.Env...), "HOME="+b.TempDir())
+	return cmd
 }

@@ -107,7 +107,7 @@ func BenchmarkStreamWhole(b *testing.B) {
 					base = d
 				}
 			}
-			load := loadAverage(b)
+			load, loadKnown := testenv.LoadAverage()
 			var spawnTime, catTime, baselineTime time.Duration
 			var rss int64
 			b.SetBytes(size)
@@ -131,7 +131,9 @@ func BenchmarkStreamWhole(b *testing.B) {
 			b.ReportMetric(spawnTime.Seconds()/catTime.Seconds(), "x-vs-cat")
 			b.ReportMetric(float64(rss)/1024, "rss-MB")
 			b.ReportMetric(float64(base.Milliseconds()), "base-ms")
-			b.ReportMetric(load, "load")
+			if loadKnown {
+				b.ReportMetric(load, "load")
+			}
 			if baseline != "" {
 				b.ReportMetric(float64(size)/1e6/(baselineTime.Seconds()/n), "baseline-MB/s")
 			}
@@ -277,20 +279,6 @@ func catTo(b *testing.B, stream, copyPath string) time.Duration {
 		b.Fatalf("cat: %v", err)
 	}
 	return d
-}
-
-// loadAverage is the machine's 1-minute load average.
-func loadAverage(b *testing.B) float64 {
-	b.Helper()
-	data, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := strconv.ParseFloat(strings.Fields(string(data))[0], 64)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return f
 }
 
 // streamCLI is one agent CLI's recorded stream, as BenchmarkStreamWhole

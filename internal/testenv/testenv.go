@@ -270,6 +270,18 @@ func ModelServer(t testing.TB, sc modelserver.Scenario, opts ...modelserver.Opti
 	return srv
 }
 
+// LoadAverage is the machine's 1-minute load average, to report beside a
+// figure the machine's other work could sway; ok is false where the
+// system does not say (no /proc/loadavg).
+func LoadAverage() (load float64, ok bool) {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(strings.Fields(string(data))[0], 64)
+	return f, err == nil
+}
+
 // StreamMB is the size, in MB, of the stream benchmarks' agent streams:
 // SPAWN_BENCH_STREAM_MB, else 100.
 func StreamMB(b *testing.B) int {
