@@ -57,7 +57,7 @@ func (f *flight) gone() bool {
 	if f.left.Err() != nil {
 		return true
 	}
-	if f.client.Err() != nil || f.conn != nil && peerClosed(f.conn) {
+	if f.client.Err() != nil || f.conn != nil && PeerClosed(f.conn) {
 		f.leave()
 		return true
 	}

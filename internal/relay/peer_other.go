@@ -4,9 +4,9 @@ package relay
 
 import "net"
 
-// peerClosed reports whether the other end of c has closed it. Only
-// Linux says so for a connection with unread bytes (POLLRDHUP); elsewhere
-// the relay learns it from the server, which cancels the request's
-// context when its background read finds the connection's end or a write
-// to it fails.
-func peerClosed(net.Conn) bool { return false }
+// PeerClosed reports whether the other end of c has closed it: here,
+// never. Only Linux says so for a connection with unread bytes
+// (POLLRDHUP); elsewhere the relay learns it from the server, which
+// cancels the request's context when its background read finds the
+// connection's end or a write to it fails.
+func PeerClosed(net.Conn) bool { return false }
