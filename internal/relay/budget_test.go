@@ -238,3 +238,66 @@ func TestAnAnswerOfAKnownLengthIsCountedBeforeItsClientSeesIt(t *testing.T) {
 	assert.Equal(t, int64(len(answer)), resp.ContentLength)
 	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 }
+
+// A client that shuts its side down and never reads its answer leaves the
+// relay's writes to it blocked: the relay waits for no such answer longer
+// than the drain limit (it stops writing to the client then, as it stops
+// reading the answer), and the next request goes on.
+func TestAClientThatStopsReadingHoldsTheNextRequestBackNoLongerThanTheDrainLimit(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if r.URL.Query().Get("n") == "2" {
+			io.WriteString(w, "data: second\n\n")
+			return
+		}
+		chunk := []byte("data: " + strings.Repeat("x", 32<<10) + "\n\n")
+		for { // an answer without end, until the relay stops reading it
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer up.Close()
+	u, err := url.Parse(up.URL)
+	require.NoError(t, err)
+	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}},
+		Options{Used: func(Usage) {}, drain: 200 * time.Millisecond})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Close()) }()
+	k, err := r.Grant("a", "coder")
+	require.NoError(t, err)
+
+	first, err := net.Dial("tcp", r.ln.Addr().String())
+	require.NoError(t, err)
+	defer first.Close()
+	require.Equal(t, "HTTP/1.1 200 OK", call(t, first, k, ""))
+	require.NoError(t, first.(*net.TCPConn).CloseWrite()) // and reads no more
+
+	answered := make(chan string, 1)
+	go func() {
+		req, err := http.NewRequest("POST", r.URL("a")+"/v1/messages?n=2", strings.NewReader("{}"))
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		req.Header.Set("x-api-key", k)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		answered <- string(body)
+	}()
+	select {
+	case got := <-answered:
+		assert.Equal(t, "data: second\n\n", got)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the next request waited on for the answer its client stopped reading")
+	}
+}

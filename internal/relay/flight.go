@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
+	"time"
 )
 
 // flight is one request through the relay, from its arrival to the
@@ -21,14 +23,16 @@ type flight struct {
 	left  context.Context
 	leave context.CancelFunc
 	// landed is closed once the answer was counted (Used returned), or
-	// the request ended with nothing to count.
+	// the request ended with nothing to count: count closes it.
 	landed chan struct{}
+	count  func()
 }
 
 // takeOff registers req as a flight, after every request that arrived
 // before it. land, called once the answer was counted, unregisters it.
 func (r *Relay) takeOff(req *http.Request) (f *flight, land func()) {
 	f = &flight{client: req.Context(), landed: make(chan struct{})}
+	f.count = sync.OnceFunc(func() { close(f.landed) })
 	f.conn, _ = req.Context().Value(connKey{}).(net.Conn)
 	f.left, f.leave = context.WithCancel(context.Background())
 	unwatch := context.AfterFunc(f.client, f.leave)
@@ -43,7 +47,15 @@ func (r *Relay) takeOff(req *http.Request) (f *flight, land func()) {
 		r.mu.Lock()
 		delete(r.flights, f)
 		r.mu.Unlock()
-		close(f.landed)
+		f.count()
+	}
+}
+
+// cut makes every write to f's client fail from now on. It cannot fail
+// but on a connection closed already, whose writes fail anyway.
+func (f *flight) cut() {
+	if f.conn != nil {
+		f.conn.SetWriteDeadline(time.Unix(1, 0))
 	}
 }
 

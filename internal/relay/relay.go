@@ -108,6 +108,10 @@ type Options struct {
 	// answer of a known length is shown to its client only after Used
 	// returned.
 	Used func(Usage)
+
+	// drain is how long the relay goes on with an answer whose client
+	// went away: drainLimit unless a test sets it.
+	drain time.Duration
 }
 
 // authHeaders are where the CLIs put a key; each is checked against the
@@ -151,6 +155,9 @@ func Start(routes []Route, opts Options) (*Relay, error) {
 		return nil, fmt.Errorf("relay: listen: %w", err)
 	}
 	r := &Relay{url: "http://" + ln.Addr().String(), ln: ln, opts: opts, err: make(chan error, 2), n: 1, keys: map[string]grant{}, flights: map[*flight]struct{}{}}
+	if r.opts.drain == 0 {
+		r.opts.drain = drainLimit
+	}
 	r.closed, r.close = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	for _, rt := range routes {
@@ -320,6 +327,7 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		whole := false
 		defer func() {
 			r.used(g.seat, rt.Name, req, mw, start)
+			f.count()
 			if whole {
 				mw.release()
 			}
@@ -327,7 +335,7 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		if play != nil {
 			play.answer(mw, g.seat, rt.Name, req.Method, withoutKey(req), tape.body())
 		} else {
-			ctx, stop := r.drainContext(req.Context(), f.left, drainLimit)
+			ctx, stop := r.drainContext(req.Context(), f, r.opts.drain)
 			defer stop()
 			p.ServeHTTP(mw, req.WithContext(ctx))
 		}
@@ -338,19 +346,24 @@ func (r *Relay) proxy(rt Route) http.Handler {
 	})
 }
 
-// drainLimit is how long the relay goes on reading an answer whose agent
-// went away, to meter it whole.
+// drainLimit is how long the relay goes on with an answer whose agent
+// went away, reading it to meter it whole and writing it to the agent.
 const drainLimit = 30 * time.Second
 
-// drainContext is a context for the upstream request of a client request
-// whose context is parent: it is not cancelled when the client goes away
-// (left is done), only limit after that, when the relay is closed, or by
-// stop.
-func (r *Relay) drainContext(parent, left context.Context, limit time.Duration) (ctx context.Context, stop func()) {
+// drainContext is a context for the upstream request of f, a client
+// request whose context is parent: it is not cancelled when the client
+// goes away (f.left is done), only limit after that, when the relay is
+// closed, or by stop. At that limit the relay stops writing to the client
+// too (a client that shut its side down and reads no more would hold a
+// write, and the answer's count, forever; requests wait for that count).
+func (r *Relay) drainContext(parent context.Context, f *flight, limit time.Duration) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	unclosed := context.AfterFunc(r.closed, cancel)
-	unwatch := context.AfterFunc(left, func() {
-		t := time.AfterFunc(limit, cancel)
+	unwatch := context.AfterFunc(f.left, func() {
+		t := time.AfterFunc(limit, func() {
+			cancel()
+			f.cut()
+		})
 		context.AfterFunc(ctx, func() { t.Stop() })
 	})
 	return ctx, func() { unwatch(); unclosed(); cancel() }
