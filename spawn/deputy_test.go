@@ -580,7 +580,9 @@ echo TOOLCHAINS OK
 // A program the coder runs that calls the model itself, with the coder's
 // key, is counted at the relay like the CLI's own calls: once the run's
 // budget is spent, the relay refuses every further request, and the run
-// ends with the budget named, its work kept.
+// ends with the budget named, its work kept. The program reads each
+// answer's status line only and hangs up, then calls again at once: its
+// first answer streams, the others do not.
 func TestTheRelayHoldsTheBudgetAgainstCallsAroundTheCLI(t *testing.T) {
 	requireBwrap(t)
 	spender := `package spend
@@ -596,8 +598,8 @@ import (
 
 func TestSpend(t *testing.T) {
 	host := strings.TrimPrefix(strings.TrimSuffix(os.Getenv("ANTHROPIC_BASE_URL"), "/anthropic"), "http://")
-	body := "{\"model\":\"claude-opus-4-1\",\"max_tokens\":10,\"stream\":false,\"messages\":[{\"role\":\"user\",\"content\":\"spend\"}]}"
 	for i := 0; i < 3; i++ {
+		body := fmt.Sprintf("{\"model\":\"claude-opus-4-1\",\"max_tokens\":10,\"stream\":%t,\"messages\":[{\"role\":\"user\",\"content\":\"spend\"}]}", i == 0)
 		c, err := net.Dial("tcp", host)
 		if err != nil {
 			fmt.Println("SPEND", err)

@@ -5,8 +5,23 @@
 // upstream, so no process an agent starts can read the user's API key, nor
 // spend it on another route. It passes only the API paths a route names,
 // counts the usage of every answer it forwards, and refuses new requests
-// once the run's budget is spent. Responses, streamed ones included, pass
-// through untouched and are flushed as they arrive.
+// once the run's budget is spent. Responses pass through untouched:
+// streamed ones are flushed as they arrive; one of a known length is sent
+// once it has been read whole and counted.
+//
+// The budget is checked when each request arrives. Requests already in
+// flight when it is spent are finished and counted: a CLI makes requests
+// side by side (claude asks for a title beside its main streaming answer),
+// and a request does not wait for another answer whose client is still
+// there to read it. But a program making calls one after another, each
+// read to its status line only and hung up on, must not have its next
+// call checked before the last answer is counted (the relay reads an
+// answer to its end to count it, up to drainLimit after its client left).
+// So an answer of a known length (a non-streaming one) shows its client
+// nothing, its status line included, before it is counted; and no request
+// is checked while an answer that arrived before it is uncounted and its
+// client has gone away: it waits for that answer's count (Relay.settle),
+// at most drainLimit.
 package relay
 
 import (
@@ -17,11 +32,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -81,10 +98,20 @@ type Usage struct {
 // Options are a relay's hooks into its run.
 type Options struct {
 	// Allow is asked before each request is forwarded; an error refuses
-	// it (402, with the error's text): the run's budget is spent.
+	// it (402, with the error's text): the run's budget is spent. It is
+	// asked once no earlier answer whose client has gone away is
+	// uncounted (see the package's doc).
 	Allow func() error
-	// Used is told the usage of every answer the relay forwarded.
+	// Used is told the usage of every answer the relay forwarded, once
+	// the answer has been read to its end and before a request that
+	// arrives after its client went away is checked with Allow; an
+	// answer of a known length is shown to its client only after Used
+	// returned.
 	Used func(Usage)
+
+	// drain is how long the relay goes on with an answer whose client
+	// went away: drainLimit unless a test sets it.
+	drain time.Duration
 }
 
 // authHeaders are where the CLIs put a key; each is checked against the
@@ -106,6 +133,10 @@ type Relay struct {
 	// answers every request instead of the upstream (a replay).
 	recorder *Recorder
 	player   *Player
+	// flights are the requests being relayed, from their arrival to the
+	// count of their answer; seq numbers them in their order of arrival.
+	flights map[*flight]struct{}
+	seq     uint64
 
 	// closed is done once Close was called: no answer is read on for
 	// an agent that went away (drainContext) past it.
@@ -123,14 +154,17 @@ func Start(routes []Route, opts Options) (*Relay, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay: listen: %w", err)
 	}
-	r := &Relay{url: "http://" + ln.Addr().String(), ln: ln, opts: opts, err: make(chan error, 2), n: 1, keys: map[string]grant{}}
+	r := &Relay{url: "http://" + ln.Addr().String(), ln: ln, opts: opts, err: make(chan error, 2), n: 1, keys: map[string]grant{}, flights: map[*flight]struct{}{}}
+	if r.opts.drain == 0 {
+		r.opts.drain = drainLimit
+	}
 	r.closed, r.close = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	for _, rt := range routes {
 		mux.Handle("/"+rt.Name+"/", http.StripPrefix("/"+rt.Name, r.proxy(rt)))
 		mux.Handle("/"+rt.Name, http.StripPrefix("/"+rt.Name, r.proxy(rt)))
 	}
-	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute}
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: time.Minute, ConnContext: withConn}
 	go func() { r.err <- r.srv.Serve(ln) }()
 	return r, nil
 }
@@ -234,11 +268,19 @@ func (r *Relay) proxy(rt Route) http.Handler {
 			http.Error(w, notAllowed+" ("+req.Method+" "+req.URL.Path+")", http.StatusForbidden)
 			return
 		}
+		f, land := r.takeOff(req)
+		defer land()
+		if err := r.settle(req.Context(), f); err != nil {
+			return // the client went away, or the relay is closing: no one to answer
+		}
 		if r.opts.Allow != nil {
 			if err := r.opts.Allow(); err != nil {
 				http.Error(w, BudgetSpent+err.Error(), http.StatusPaymentRequired)
 				return
 			}
+		}
+		if f.gone() {
+			return // nothing goes upstream for a client that went away
 		}
 		rec, play := r.tapes()
 		var tape *tapeReq
@@ -278,33 +320,50 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		// that asked: an agent that goes away mid-answer (killed, or a
 		// program that reads the status line and hangs up) leaves the
 		// relay reading the answer to its end, at most drainLimit after
-		// it left, and the answer's usage is metered all the same.
-		defer r.used(g.seat, rt.Name, req, mw, start)
+		// it left, and the answer's usage is metered all the same, before
+		// the flight lands. An answer held for its count is sent after
+		// it, unless the proxy gave up on it midway (it panics with
+		// http.ErrAbortHandler: the client's connection is cut).
+		whole := false
+		defer func() {
+			r.used(g.seat, rt.Name, req, mw, start)
+			f.count()
+			if whole {
+				mw.release()
+			}
+		}()
 		if play != nil {
 			play.answer(mw, g.seat, rt.Name, req.Method, withoutKey(req), tape.body())
 		} else {
-			ctx, stop := r.drainContext(req.Context(), drainLimit)
+			ctx, stop := r.drainContext(req.Context(), f, r.opts.drain)
 			defer stop()
 			p.ServeHTTP(mw, req.WithContext(ctx))
 		}
+		whole = true
 		if rec != nil {
 			rec.Add(tape.exchange(g.seat, rt.Name, req, mw, start))
 		}
 	})
 }
 
-// drainLimit is how long the relay goes on reading an answer whose agent
-// went away, to meter it whole.
+// drainLimit is how long the relay goes on with an answer whose agent
+// went away, reading it to meter it whole and writing it to the agent.
 const drainLimit = 30 * time.Second
 
-// drainContext is a context for the upstream request of a client request
-// whose context is parent: it is not cancelled when the client goes away,
-// only limit after that, when the relay is closed, or by stop.
-func (r *Relay) drainContext(parent context.Context, limit time.Duration) (ctx context.Context, stop func()) {
+// drainContext is a context for the upstream request of f, a client
+// request whose context is parent: it is not cancelled when the client
+// goes away (f.left is done), only limit after that, when the relay is
+// closed, or by stop. At that limit the relay stops writing to the client
+// too (a client that shut its side down and reads no more would hold a
+// write, and the answer's count, forever; requests wait for that count).
+func (r *Relay) drainContext(parent context.Context, f *flight, limit time.Duration) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	unclosed := context.AfterFunc(r.closed, cancel)
-	unwatch := context.AfterFunc(parent, func() {
-		t := time.AfterFunc(limit, cancel)
+	unwatch := context.AfterFunc(f.left, func() {
+		t := time.AfterFunc(limit, func() {
+			cancel()
+			f.cut()
+		})
 		context.AfterFunc(ctx, func() { t.Stop() })
 	})
 	return ctx, func() { unwatch(); unclosed(); cancel() }
@@ -373,12 +432,18 @@ func (r *Relay) authorized(req *http.Request) (grant, bool) {
 }
 
 // meteredWriter forwards an answer to the client and through the meter,
-// counting its bytes and keeping its status.
+// counting its bytes and keeping its status. An answer of a known length
+// that is no event stream (a non-streaming one, which its client reads
+// whole anyway) is held, its status line included, until release: the
+// relay counts it before its client sees any of it.
 type meteredWriter struct {
 	http.ResponseWriter
 	meter  Meter
 	status int
-	n      int64
+	n      int64 // the answer's bytes written to the client, or held for it
+	// held is the answer kept from the client until release, when hold.
+	hold bool
+	held bytes.Buffer
 	// A 429's reset time, from its headers, else its body (kept up to
 	// maxLimitBody).
 	limited bool
@@ -393,18 +458,41 @@ type meteredWriter struct {
 // maxLimitBody bounds the body of a 429 the relay reads for its reset time.
 const maxLimitBody = 64 << 10
 
+// maxHeld bounds the answer the relay holds until it is counted: a longer
+// one passes as it arrives.
+const maxHeld = 32 << 20
+
+// WriteHeader keeps the answer's status, and sends it on unless the
+// answer is held. An informational status (1xx) passes at once.
 func (m *meteredWriter) WriteHeader(code int) {
+	if code < http.StatusOK {
+		m.ResponseWriter.WriteHeader(code)
+		return
+	}
 	m.status = code
 	if code == http.StatusTooManyRequests {
 		m.limited = true
 		m.resetAt = resetFromHeaders(m.ResponseWriter.Header(), time.Now())
 	}
-	m.ResponseWriter.WriteHeader(code)
+	if m.hold = holdable(m.ResponseWriter.Header()); !m.hold {
+		m.ResponseWriter.WriteHeader(code)
+	}
+}
+
+// holdable reports whether an answer with header h has a known length,
+// at most maxHeld, and is no event stream.
+func holdable(h http.Header) bool {
+	n, err := strconv.ParseInt(h.Get("Content-Length"), 10, 64)
+	if err != nil || n < 0 || n > maxHeld {
+		return false
+	}
+	ct, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return ct != "text/event-stream"
 }
 
 func (m *meteredWriter) Write(b []byte) (int, error) {
 	if m.status == 0 {
-		m.status = http.StatusOK
+		m.WriteHeader(http.StatusOK)
 	}
 	// The whole answer is metered, whether or not the agent is still
 	// there to read it: upstream, it is paid for. A write the agent is
@@ -416,8 +504,22 @@ func (m *meteredWriter) Write(b []byte) (int, error) {
 	if m.limited && len(m.body) < maxLimitBody {
 		m.body = append(m.body, b[:min(len(b), maxLimitBody-len(m.body))]...)
 	}
-	if m.gone != nil {
+	if m.hold {
+		m.held.Write(b)
+		m.n += int64(len(b))
+		if m.tape != nil {
+			m.tape.Write(b)
+		}
 		return len(b), nil
+	}
+	m.forward(b)
+	return len(b), nil
+}
+
+// forward writes b to the client, unless it went away.
+func (m *meteredWriter) forward(b []byte) {
+	if m.gone != nil {
+		return
 	}
 	n, err := m.ResponseWriter.Write(b)
 	m.n += int64(n)
@@ -427,11 +529,29 @@ func (m *meteredWriter) Write(b []byte) (int, error) {
 	if err != nil {
 		m.gone = err
 	}
-	return len(b), nil
 }
 
-// Flush passes the proxy's flushes on.
+// release sends a held answer to the client: call it once the answer was
+// counted.
+func (m *meteredWriter) release() {
+	if !m.hold {
+		return
+	}
+	m.hold = false
+	m.ResponseWriter.WriteHeader(m.status)
+	if m.gone == nil {
+		if _, err := m.ResponseWriter.Write(m.held.Bytes()); err != nil {
+			m.gone = err
+		}
+	}
+	m.held = bytes.Buffer{}
+}
+
+// Flush passes the proxy's flushes on, but for a held answer.
 func (m *meteredWriter) Flush() {
+	if m.hold {
+		return
+	}
 	if f, ok := m.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

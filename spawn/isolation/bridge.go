@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/internal/relay"
 )
 
 // BridgeArg, as the first argument, makes spawn's binary (and the test
@@ -55,16 +57,47 @@ func bridge(args []string) int {
 
 // forward copies every connection ln accepts to a new connection to the
 // unix socket sock, both ways, until ln is closed.
+//
+// An agent's hang-up reaches the relay before its next connection does:
+// before it passes on a new connection, forward waits (at most
+// hangUpWait) until what every earlier connection whose agent hung up
+// sent has gone to the relay and the relay's side was shut down. The
+// relay checks a request against the run's budget only once the answers
+// of clients it knows went away are counted; without this, a program
+// reading an answer's status line, hanging up and calling again at once
+// could have its next call reach the relay while the bridge had not yet
+// passed its hang-up on.
 func forward(ln net.Listener, sock string) {
+	var mu sync.Mutex
+	links := map[*link]struct{}{}
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
+		mu.Lock()
+		earlier := make([]*link, 0, len(links))
+		for l := range links {
+			earlier = append(earlier, l)
+		}
+		mu.Unlock()
+		for _, l := range earlier {
+			l.awaitHangUp()
+		}
+		l := &link{agent: c, sent: make(chan struct{})}
+		mu.Lock()
+		links[l] = struct{}{}
+		mu.Unlock()
 		go func() {
+			defer func() {
+				mu.Lock()
+				delete(links, l)
+				mu.Unlock()
+			}()
 			defer c.Close()
 			up, err := net.Dial("unix", sock)
 			if err != nil {
+				close(l.sent)
 				return
 			}
 			defer up.Close()
@@ -72,11 +105,38 @@ func forward(ln net.Listener, sock string) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				defer close(l.sent)
 				copyHalf(up, c)
 			}()
 			copyHalf(c, up)
 			wg.Wait()
 		}()
+	}
+}
+
+// hangUpWait bounds how long forward holds a new connection back for an
+// earlier one's hang-up to reach the relay.
+const hangUpWait = time.Second
+
+// link is one agent connection the bridge forwards.
+type link struct {
+	agent net.Conn
+	// sent is closed once everything the agent sent has gone to the
+	// relay and the relay's side was shut down (or closed).
+	sent chan struct{}
+}
+
+// awaitHangUp waits, at most hangUpWait, until l's agent's hang-up has
+// reached the relay, if its agent has hung up.
+func (l *link) awaitHangUp() {
+	if !relay.PeerClosed(l.agent) {
+		return
+	}
+	t := time.NewTimer(hangUpWait)
+	defer t.Stop()
+	select {
+	case <-l.sent:
+	case <-t.C:
 	}
 }
 
