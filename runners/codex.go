@@ -389,9 +389,10 @@ func (c *Codex) Parse(r io.Reader, emit func(Event)) error {
 func (c *Codex) parse(r io.Reader, emit func(Event), fast bool) error {
 	s := codexStream{model: c.Model, started: map[string]bool{}}
 	var l codexLine // each line's, reused: the events keep none of it
+	var scratch []byte
 	return readJSONLines(r, func(b []byte) {
 		l = codexLine{}
-		if !fast || !codexFastLine(b, &l) {
+		if !fast || !codexFastLine(b, &l, &scratch) {
 			l = codexLine{}
 			if !decode(b, &l) {
 				return

@@ -32,9 +32,11 @@ var codexItemFields = [...]string{"id", "type", "text", "command", "aggregated_o
 // codexFastLine reads a line of `codex exec --json` into l, which must be
 // the zero value, as decode does, and reports whether it did; false leaves
 // l partly filled, for the caller to reset. It reads every line but
-// turn.completed and turn.failed (usage, error), which are few.
-func codexFastLine(line []byte, l *codexLine) bool {
-	s := jsonScanner{b: line}
+// turn.completed and turn.failed (usage, error), which are few. scratch is
+// the buffer strings are decoded in (see jsonScanner), reused from line to
+// line.
+func codexFastLine(line []byte, l *codexLine, scratch *[]byte) bool {
+	s := jsonScanner{b: line, scratch: scratch}
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
 		i, decline := s.matchKey(key, codexFields[:]...)
@@ -110,9 +112,10 @@ var geminiStatsFields = [...]string{"input_tokens", "cached", "output_tokens"}
 
 // geminiFastLine reads a line of gemini's stream-json into l, which must
 // be the zero value, as decode does, and reports whether it did; false
-// leaves l partly filled, for the caller to reset.
-func geminiFastLine(line []byte, l *geminiLine) bool {
-	s := jsonScanner{b: line}
+// leaves l partly filled, for the caller to reset. scratch is as
+// codexFastLine's.
+func geminiFastLine(line []byte, l *geminiLine, scratch *[]byte) bool {
+	s := jsonScanner{b: line, scratch: scratch}
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
 		i, decline := s.matchKey(key, geminiFields[:]...)

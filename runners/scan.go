@@ -40,6 +40,10 @@ type jsonScanner struct {
 	// plainKey says the key object hands its member holds no escape and
 	// no byte outside ASCII.
 	plainKey bool
+	// scratch, when set, is the buffer strValue decodes a string with
+	// escapes in, kept from one value and one line to the next; nil: a
+	// buffer of its own for each.
+	scratch *[]byte
 }
 
 // ws skips JSON whitespace. The usual case, none, is inlined.
@@ -441,81 +445,116 @@ func (s *jsonScanner) stringOrNull(dst *string) bool {
 // strValue reads the string at s.i and returns what encoding/json decodes
 // it into, validating and decoding in one pass (a tool result's text is
 // most of a stream's bytes): as encoding/json does, a lone or broken surrogate
-// and each byte of malformed UTF-8 become U+FFFD.
+// and each byte of malformed UTF-8 become U+FFFD. A string with escapes is
+// decoded into s.scratch, then copied into a string of its exact size.
 func (s *jsonScanner) strValue() (string, bool) {
 	b := s.b
 	start := s.i + 1
-	var out strings.Builder // empty while the value is b[start:i]
-	decoded := false
+	j := asciiRun(b, start)
+	if j < len(b) && b[j] == '"' {
+		s.i = j + 1
+		return string(b[start:j]), true
+	}
+	var out []byte
+	if s.scratch != nil {
+		out = (*s.scratch)[:0]
+	} else {
+		// Room for a typical tool result; a longer value grows.
+		out = make([]byte, 0, min(len(b)-start, 8<<10))
+	}
 	for i := start; ; {
-		j := asciiRun(b, i)
 		if j >= len(b) {
 			return "", false
 		}
-		c := b[j]
-		if c == '"' {
+		out = append(out, b[i:j]...)
+		switch c := b[j]; {
+		case c == '"':
 			s.i = j + 1
-			if !decoded {
-				return string(b[start:j]), true
+			if s.scratch != nil && cap(out) <= maxScratch {
+				*s.scratch = out
 			}
-			out.Write(b[i:j])
-			return out.String(), true
-		}
-		if c < 0x20 {
+			return string(out), true
+		case c < 0x20:
 			return "", false
-		}
-		if !decoded {
-			decoded = true
-			// Room for a typical tool result; a longer value grows.
-			out.Grow(min(len(b)-start, 8<<10))
-		}
-		out.Write(b[i:j])
-		if c >= utf8.RuneSelf {
-			rr, size := utf8.DecodeRune(b[j:])
-			out.WriteRune(rr)
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(b[j:])
+			out = utf8.AppendRune(out, r)
 			i = j + size
-			continue
-		}
-		// A backslash.
-		if j+1 >= len(b) {
-			return "", false
-		}
-		i = j + 2
-		switch b[j+1] {
-		case '"', '\\', '/':
-			out.WriteByte(b[j+1])
-		case 'b':
-			out.WriteByte('\b')
-		case 'f':
-			out.WriteByte('\f')
-		case 'n':
-			out.WriteByte('\n')
-		case 'r':
-			out.WriteByte('\r')
-		case 't':
-			out.WriteByte('\t')
-		case 'u':
-			rr := u4(b, j)
-			if rr < 0 {
+		default: // a backslash
+			if j+1 >= len(b) {
 				return "", false
 			}
-			i = j + 6
-			if utf16.IsSurrogate(rr) {
-				if lo := u4(b, i); lo >= 0 {
-					if dec := utf16.DecodeRune(rr, lo); dec != unicode.ReplacementChar {
-						out.WriteRune(dec)
-						i += 6
-						continue
+			i = j + 2
+			switch b[j+1] {
+			case '"', '\\', '/':
+				out = append(out, b[j+1])
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := u4(b, j)
+				if r < 0 {
+					return "", false
+				}
+				i = j + 6
+				if utf16.IsSurrogate(r) {
+					if lo := u4(b, i); lo >= 0 {
+						if dec := utf16.DecodeRune(r, lo); dec != unicode.ReplacementChar {
+							r = dec
+							i += 6
+						}
 					}
 				}
-				rr = unicode.ReplacementChar
+				if utf16.IsSurrogate(r) {
+					r = unicode.ReplacementChar
+				}
+				out = utf8.AppendRune(out, r)
+			default:
+				return "", false
 			}
-			out.WriteRune(rr)
-		default:
-			return "", false
+		}
+		// The next run: escapes are dense in source code and test output,
+		// so a short run is read a byte at a time, a long one by asciiRun.
+		for j = i; j < len(b) && plainBytes[b[j]] == '1'; {
+			if j++; j-i == 8 {
+				j = asciiRun(b, j)
+				break
+			}
 		}
 	}
 }
+
+// maxScratch bounds the buffer strValue keeps from one value to the next:
+// a huge value's is dropped.
+const maxScratch = 256 << 10
+
+// plainBytes marks with a 1 each byte that stands for itself in a JSON
+// string: printable ASCII but the quote and the backslash. A table is
+// faster than the comparisons on the short runs between escapes.
+const plainBytes = "" +
+	"0000000000000000" + // 00-0f
+	"0000000000000000" + // 10-1f
+	"1101111111111111" + // 20-2f
+	"1111111111111111" + // 30-3f
+	"1111111111111111" + // 40-4f
+	"1111111111110111" + // 50-5f
+	"1111111111111111" + // 60-6f
+	"1111111111111111" + // 70-7f
+	"0000000000000000" + // 80-8f
+	"0000000000000000" + // 90-9f
+	"0000000000000000" + // a0-af
+	"0000000000000000" + // b0-bf
+	"0000000000000000" + // c0-cf
+	"0000000000000000" + // d0-df
+	"0000000000000000" + // e0-ef
+	"0000000000000000" // f0-ff
 
 // u4 is the value of the escape \uXXXX at b[i:], -1 if there is none.
 func u4(b []byte, i int) rune {
@@ -542,11 +581,11 @@ func u4(b []byte, i int) rune {
 // keys): every field a user or an assistant message may need is read, and
 // the type picks the events at the end. The text of a tool_result whose
 // call skip names is not decoded (see Claude.Parse).
-func claudeFastLine(line []byte, buf []Event, skip func(id string) bool) (events []Event, handled bool) {
-	s := jsonScanner{b: line}
+func claudeFastLine(line []byte, buf []Event, skip func(id string) bool, scratch *[]byte) (events []Event, handled bool) {
+	s := jsonScanner{b: line, scratch: scratch}
 	var kind string // "user", "assistant" or "system" once the type is read
 	var subtype string
-	msg := fastMessage{skip: skip}
+	msg := fastMessage{skip: skip, scratch: scratch}
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
 		i, decline := s.matchKey(key, "type", "message", "subtype")
@@ -606,6 +645,8 @@ type fastMessage struct {
 	blocks []fastBlock
 	// skip is Claude.Parse's: the calls whose result text is not decoded.
 	skip func(id string) bool
+	// scratch is the line's scanner's (see jsonScanner).
+	scratch *[]byte
 }
 
 // fastBlock is one content block of a message: the fields of claudeBlock.
@@ -631,7 +672,7 @@ func (m *fastMessage) events(kind string, events []Event, skip func(id string) b
 		switch {
 		case kind == "user" && b.typ == "tool_result":
 			if b.content != nil && !b.decoded && (!skip(b.result.ToolUseID) || b.result.IsError) {
-				sub := jsonScanner{b: b.content}
+				sub := jsonScanner{b: b.content, scratch: m.scratch}
 				text, ok := sub.toolResultText()
 				if !ok || sub.i != len(sub.b) {
 					return events[:0], false
