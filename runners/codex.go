@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/infinite-improbability-drive/spawn/internal/lazy"
+	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
 // PinnedCodex is the @openai/codex version agents/package.json pins.
@@ -469,26 +470,26 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 		s.inTurn = true
 	}
 	name := it.Type
-	var in any
-	key := "" // the input is {key: in}, or in itself when ""
+	var raw []byte
+	var err error
 	kind := ToolOther
+	// {key: value} is written as json.Marshal writes a map of one key,
+	// without building the map (a stream holds thousands of calls); a
+	// string is written without reflection.
 	switch it.Type {
 	case CodexToolCommand:
-		key, in, kind = "command", it.Command, ToolShell
+		raw, kind = observability.AppendJSONString([]byte(`{"command":`), it.Command), ToolShell
+		raw = append(raw, '}')
 	case CodexToolFileChange:
-		key, in, kind = "changes", it.Changes, ToolEdit
+		kind = ToolEdit
+		if raw, err = json.Marshal(it.Changes); err == nil {
+			raw = append(append([]byte(`{"changes":`), raw...), '}')
+		}
 	case CodexToolMCP:
 		name = CodexToolMCP + ":" + it.Server + "/" + it.Tool
-		in = it.Arguments
+		raw, err = json.Marshal(it.Arguments)
 	case CodexToolWebSearch:
-		key, in = "query", it.Query
-	}
-	// {key: in} is written around in's JSON: the bytes json.Marshal makes
-	// of a map of one key, without building the map (a stream holds
-	// thousands of calls).
-	raw, err := json.Marshal(in)
-	if key != "" && err == nil {
-		raw = append(append([]byte(`{"`+key+`":`), raw...), '}')
+		raw = append(observability.AppendJSONString([]byte(`{"query":`), it.Query), '}')
 	}
 	if err != nil || len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
