@@ -50,7 +50,7 @@ func codexFastLine(line []byte, l *codexLine, scratch *[]byte) bool {
 		}
 		switch i {
 		case 0:
-			return s.stringOrNull(&l.Type)
+			return s.knownOrNull(&l.Type, "item.started", "item.completed", "item.updated", "turn.started", "turn.completed")
 		case 1:
 			return s.stringOrNull(&l.ThreadID)
 		case 2:
@@ -86,8 +86,12 @@ func (s *jsonScanner) codexItem(it *codexItem) bool {
 			return false
 		}
 		switch i {
+		case 1:
+			return s.knownOrNull(&it.Type, CodexToolCommand, CodexToolFileChange, "agent_message", "reasoning")
 		case 5:
 			return s.intPtr(&it.ExitCode)
+		case 6:
+			return s.knownOrNull(&it.Status, "in_progress", "completed", "failed")
 		case 7:
 			return s.raw(&it.Changes)
 		case 10:
@@ -95,8 +99,8 @@ func (s *jsonScanner) codexItem(it *codexItem) bool {
 		case 11:
 			return s.raw(&it.Result)
 		}
-		return s.stringOrNull([...]*string{0: &it.ID, 1: &it.Type, 2: &it.Text, 3: &it.Command, 4: &it.AggregatedOutput,
-			6: &it.Status, 8: &it.Server, 9: &it.Tool, 12: &it.Message, 13: &it.Query}[i])
+		return s.stringOrNull([...]*string{0: &it.ID, 2: &it.Text, 3: &it.Command, 4: &it.AggregatedOutput,
+			8: &it.Server, 9: &it.Tool, 12: &it.Message, 13: &it.Query}[i])
 	})
 }
 
@@ -128,8 +132,14 @@ func geminiFastLine(line []byte, l *geminiLine, scratch *[]byte) bool {
 			return false
 		}
 		switch i {
+		case 0:
+			return s.knownOrNull(&l.Type, "message", "tool_use", "tool_result", "init", "result")
+		case 3:
+			return s.knownOrNull(&l.Role, "assistant", "user")
 		case 7:
 			return s.raw(&l.Parameters)
+		case 8:
+			return s.knownOrNull(&l.Status, "success", "error")
 		case 10:
 			switch s.peek() {
 			case 'n':
@@ -149,8 +159,8 @@ func geminiFastLine(line []byte, l *geminiLine, scratch *[]byte) bool {
 			}
 			return false
 		}
-		return s.stringOrNull([...]*string{0: &l.Type, 1: &l.SessionID, 2: &l.Model, 3: &l.Role, 4: &l.Content,
-			5: &l.ToolName, 6: &l.ToolID, 8: &l.Status, 9: &l.Output, 11: &l.Severity, 12: &l.Message}[i])
+		return s.stringOrNull([...]*string{1: &l.SessionID, 2: &l.Model, 4: &l.Content,
+			5: &l.ToolName, 6: &l.ToolID, 9: &l.Output, 11: &l.Severity, 12: &l.Message}[i])
 	})
 	s.ws()
 	return ok && s.i == len(s.b)
@@ -193,6 +203,25 @@ func (s *jsonScanner) geminiStats(st *geminiStats) bool {
 		}
 		return s.int64OrNull([...]*int64{&st.InputTokens, &st.Cached, &st.OutputTokens}[i])
 	})
+}
+
+// knownOrNull is stringOrNull for a field whose value is usually one of
+// known (a line's type, a status): a value that is one, without escapes,
+// is that string, not a new one (a stream holds thousands of lines).
+func (s *jsonScanner) knownOrNull(dst *string, known ...string) bool {
+	if s.peek() == '"' {
+		start := s.i
+		if raw, plain, ok := s.str(); ok && plain {
+			for _, k := range known {
+				if string(raw[1:len(raw)-1]) == k {
+					*dst = k
+					return true
+				}
+			}
+		}
+		s.i = start
+	}
+	return s.stringOrNull(dst)
 }
 
 // raw reads any value into *dst as a json.RawMessage takes it: its bytes,
