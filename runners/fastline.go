@@ -37,17 +37,7 @@ var codexItemFields = [...]string{"id", "type", "text", "command", "aggregated_o
 // line.
 func codexFastLine(line []byte, l *codexLine, scratch *[]byte) bool {
 	s := jsonScanner{b: line, scratch: scratch}
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, codexFields[:]...)
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	ok := s.fields(codexFields[:], func(i int) bool {
 		switch i {
 		case 0:
 			return s.knownOrNull(&l.Type, "item.started", "item.completed", "item.updated", "turn.started", "turn.completed")
@@ -74,17 +64,7 @@ func codexFastLine(line []byte, l *codexLine, scratch *[]byte) bool {
 
 // codexItem reads an item object into it.
 func (s *jsonScanner) codexItem(it *codexItem) bool {
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, codexItemFields[:]...)
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	return s.fields(codexItemFields[:], func(i int) bool {
 		switch i {
 		case 1:
 			return s.knownOrNull(&it.Type, CodexToolCommand, CodexToolFileChange, "agent_message", "reasoning")
@@ -120,17 +100,7 @@ var geminiStatsFields = [...]string{"input_tokens", "cached", "output_tokens"}
 // codexFastLine's.
 func geminiFastLine(line []byte, l *geminiLine, scratch *[]byte) bool {
 	s := jsonScanner{b: line, scratch: scratch}
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, geminiFields[:]...)
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	ok := s.fields(geminiFields[:], func(i int) bool {
 		switch i {
 		case 0:
 			return s.knownOrNull(&l.Type, "message", "tool_use", "tool_result", "init", "result")
@@ -168,16 +138,8 @@ func geminiFastLine(line []byte, l *geminiLine, scratch *[]byte) bool {
 
 // geminiError reads the error object of a tool_result or result line.
 func (s *jsonScanner) geminiError(e *geminiError) bool {
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, geminiErrorFields[:]...)
+	return s.fields(geminiErrorFields[:], func(i int) bool {
 		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
 		case i == 0:
 			return s.stringOrNull(&e.Type)
 		case i == 1:
@@ -190,17 +152,7 @@ func (s *jsonScanner) geminiError(e *geminiError) bool {
 
 // geminiStats reads the stats of a result line.
 func (s *jsonScanner) geminiStats(st *geminiStats) bool {
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, geminiStatsFields[:]...)
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	return s.fields(geminiStatsFields[:], func(i int) bool {
 		return s.int64OrNull([...]*int64{&st.InputTokens, &st.Cached, &st.OutputTokens}[i])
 	})
 }
@@ -290,16 +242,8 @@ func toolInputOf(raw json.RawMessage) (in toolInput, ok bool) {
 // leaves in partly filled.
 func fastToolInput(raw []byte, in *toolInput) bool {
 	s := jsonScanner{b: raw}
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, toolInputFields[:]...)
+	ok := s.fields(toolInputFields[:], func(i int) bool {
 		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
 		case i < 4:
 			return s.stringOrNull([...]*string{&in.Command, &in.FilePath, &in.NotebookPath, &in.Path}[i])
 		}
@@ -320,17 +264,7 @@ func fastToolInput(raw []byte, in *toolInput) bool {
 					return false
 				}
 			case '{':
-				var seen uint32
-				if !s.object(func(key []byte) bool {
-					i, decline := s.matchKey(key, "path")
-					switch {
-					case decline:
-						return false
-					case i < 0:
-						return s.skip()
-					case !once(&seen, i):
-						return false
-					}
+				if !s.fields([]string{"path"}, func(i int) bool {
 					return s.stringOrNull(&c.Path)
 				}) {
 					return false
@@ -479,16 +413,8 @@ func fastCodexChanges(raw []byte) (list string, ok bool) {
 					return false
 				}
 			case '{':
-				var seen uint32
-				if !s.object(func(key []byte) bool {
-					i, decline := s.matchKey(key, "path", "kind")
+				if !s.fields([]string{"path", "kind"}, func(i int) bool {
 					switch {
-					case decline:
-						return false
-					case i < 0:
-						return s.skip()
-					case !once(&seen, i):
-						return false
 					case i == 0:
 						return s.stringOrNull(&path)
 					default:

@@ -413,14 +413,24 @@ func (s *jsonScanner) matchKey(key []byte, names ...string) (i int, decline bool
 	return -1, false
 }
 
-// once marks field i as read in seen, and reports false when it already
-// was: a repeated key goes to the full decoder.
-func once(seen *uint32, i int) bool {
-	if *seen&(1<<i) != 0 {
-		return false
-	}
-	*seen |= 1 << i
-	return true
+// fields reads an object as encoding/json decodes it into a struct whose
+// fields' JSON names are names (at most 32): field reads the value of the
+// field names[i], with s.i at it; an unknown key's value is skipped. A key
+// repeated, or one matchKey declines, declines the object: it goes to the
+// full decoder.
+func (s *jsonScanner) fields(names []string, field func(i int) bool) bool {
+	var seen uint32
+	return s.object(func(key []byte) bool {
+		i, decline := s.matchKey(key, names...)
+		switch {
+		case decline || i >= 0 && seen&(1<<i) != 0:
+			return false
+		case i < 0:
+			return s.skip()
+		}
+		seen |= 1 << i
+		return field(i)
+	})
 }
 
 // stringField reads a string value into *dst; any other value declines.
@@ -586,16 +596,8 @@ func claudeFastLine(line []byte, buf []Event, skip func(id string) bool, scratch
 	var kind string // "user", "assistant" or "system" once the type is read
 	var subtype string
 	msg := fastMessage{skip: skip, scratch: scratch}
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "type", "message", "subtype")
+	ok := s.fields([]string{"type", "message", "subtype"}, func(i int) bool {
 		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
 		case i == 0:
 			if s.peek() != '"' {
 				return false
@@ -692,17 +694,7 @@ func (m *fastMessage) events(kind string, events []Event, skip func(id string) b
 
 // message reads a message object into m.
 func (s *jsonScanner) message(m *fastMessage) bool {
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "id", "content", "usage")
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	return s.fields([]string{"id", "content", "usage"}, func(i int) bool {
 		switch i {
 		case 0:
 			return s.stringField(&m.id)
@@ -742,17 +734,8 @@ func (s *jsonScanner) block(b *fastBlock, skip func(id string) bool) bool {
 	if s.peek() != '{' {
 		return false
 	}
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "type", "text", "id", "name", "input", "tool_use_id", "is_error", "content")
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	haveID := false // the tool_use_id came before the content
+	return s.fields([]string{"type", "text", "id", "name", "input", "tool_use_id", "is_error", "content"}, func(i int) bool {
 		switch i {
 		case 0:
 			return s.stringField(&b.typ)
@@ -763,14 +746,9 @@ func (s *jsonScanner) block(b *fastBlock, skip func(id string) bool) bool {
 		case 3:
 			return s.stringField(&b.toolUse.Name)
 		case 4:
-			// A json.RawMessage: the value's bytes as they are.
-			start := s.i
-			if !s.skip() {
-				return false
-			}
-			b.toolUse.Input = append([]byte(nil), s.b[start:s.i]...)
-			return true
+			return s.raw(&b.toolUse.Input)
 		case 5:
+			haveID = true
 			return s.stringField(&b.result.ToolUseID)
 		case 6:
 			switch s.peek() {
@@ -784,7 +762,7 @@ func (s *jsonScanner) block(b *fastBlock, skip func(id string) bool) bool {
 			}
 		default:
 			start := s.i
-			if seen&(1<<5) != 0 && s.peek() == '"' && !skip(b.result.ToolUseID) {
+			if haveID && s.peek() == '"' && !skip(b.result.ToolUseID) {
 				// Wanted whatever else the block says (see events):
 				// checked and decoded in one pass.
 				var ok bool
@@ -820,16 +798,8 @@ func (s *jsonScanner) toolResultText() (string, bool) {
 			// A map: keys are unquoted and looked up exactly, then with
 			// strings.EqualFold; matchKey declines any key that could fold.
 			var typ, text string
-			var seen uint32
-			ok := s.object(func(key []byte) bool {
-				i, decline := s.matchKey(key, "type", "text")
+			ok := s.fields([]string{"type", "text"}, func(i int) bool {
 				switch {
-				case decline:
-					return false
-				case i < 0:
-					return s.skip()
-				case !once(&seen, i):
-					return false
 				case s.peek() != '"':
 					// Not a string: no type, or an empty text.
 					return s.skip()
@@ -850,123 +820,11 @@ func (s *jsonScanner) toolResultText() (string, bool) {
 	}
 }
 
-// assistantMessage reads the message object of an assistant line,
-// appending a KindText or KindToolUse event for each text and tool_use
-// block, all with the message's id and usage.
-func (s *jsonScanner) assistantMessage(events []Event) ([]Event, bool) {
-	first := len(events)
-	var id string
-	var usage *Usage
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "id", "content", "usage")
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
-		switch i {
-		case 0:
-			return s.stringField(&id)
-		case 1:
-			switch s.peek() {
-			case '[':
-				return s.array(func() bool {
-					var ok bool
-					events, ok = s.assistantBlock(events)
-					return ok
-				})
-			case 'n':
-				return s.literal("null")
-			default:
-				return false
-			}
-		default:
-			switch s.peek() {
-			case '{':
-				var ok bool
-				usage, ok = s.usage()
-				return ok
-			case 'n':
-				return s.literal("null")
-			default:
-				return false
-			}
-		}
-	})
-	for i := first; i < len(events); i++ {
-		events[i].Message, events[i].Usage = id, usage
-	}
-	return events, ok
-}
-
-// assistantBlock reads one content block of an assistant message,
-// appending an event when it is a text or a tool_use.
-func (s *jsonScanner) assistantBlock(events []Event) ([]Event, bool) {
-	if s.peek() != '{' {
-		return events, false
-	}
-	var typ, text string
-	var tu ToolUse
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "type", "text", "id", "name", "input")
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
-		switch i {
-		case 0:
-			return s.stringField(&typ)
-		case 1:
-			return s.stringField(&text)
-		case 2:
-			return s.stringField(&tu.ID)
-		case 3:
-			return s.stringField(&tu.Name)
-		default:
-			// A json.RawMessage: the value's bytes as they are.
-			start := s.i
-			if !s.skip() {
-				return false
-			}
-			tu.Input = append([]byte(nil), s.b[start:s.i]...)
-			return true
-		}
-	})
-	switch {
-	case !ok:
-	case typ == "text":
-		events = append(events, Event{Kind: KindText, Text: text})
-	case typ == "tool_use":
-		tu.Kind = claudeToolKinds[tu.Name]
-		events = append(events, Event{Kind: KindToolUse, ToolUse: &tu})
-	}
-	return events, ok
-}
-
 // usage reads a message's usage object as claudeUsage, summed as Parse
 // sums it. A count that is not an integer declines.
 func (s *jsonScanner) usage() (*Usage, bool) {
 	var in, create, read, out int64
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	ok := s.fields([]string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}, func(i int) bool {
 		start := s.i
 		if !s.number() {
 			return false
