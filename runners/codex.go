@@ -389,11 +389,13 @@ func (c *Codex) Parse(r io.Reader, emit func(Event)) error {
 // reference the fast path is tested against).
 func (c *Codex) parse(r io.Reader, emit func(Event), fast bool) error {
 	s := codexStream{model: c.Model, started: map[string]bool{}}
-	var l codexLine // each line's, reused: the events keep none of it
+	// Each line's, reused: the events keep none of them.
+	var l codexLine
+	var item codexItem
 	var scratch []byte
 	return readJSONLines(r, func(b []byte) {
 		l = codexLine{}
-		if !fast || !codexFastLine(b, &l, &scratch) {
+		if !fast || !codexFastLine(b, &l, &item, &scratch) {
 			l = codexLine{}
 			if !decode(b, &l) {
 				return

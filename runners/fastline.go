@@ -32,10 +32,11 @@ var codexItemFields = [...]string{"id", "type", "text", "command", "aggregated_o
 // codexFastLine reads a line of `codex exec --json` into l, which must be
 // the zero value, as decode does, and reports whether it did; false leaves
 // l partly filled, for the caller to reset. It reads every line but
-// turn.completed and turn.failed (usage, error), which are few. scratch is
-// the buffer strings are decoded in (see jsonScanner), reused from line to
-// line.
-func codexFastLine(line []byte, l *codexLine, scratch *[]byte) bool {
+// turn.completed and turn.failed (usage, error), which are few. The
+// caller's buffers are reused from line to line: item is where l.Item
+// points when the line has an item (it is zeroed first), scratch is the
+// buffer strings are decoded in (see jsonScanner).
+func codexFastLine(line []byte, l *codexLine, item *codexItem, scratch *[]byte) bool {
 	s := jsonScanner{b: line, scratch: scratch}
 	ok := s.fields(codexFields[:], func(i int) bool {
 		switch i {
@@ -48,8 +49,9 @@ func codexFastLine(line []byte, l *codexLine, scratch *[]byte) bool {
 			case 'n':
 				return s.literal("null")
 			case '{':
-				l.Item = &codexItem{}
-				return s.codexItem(l.Item)
+				*item = codexItem{}
+				l.Item = item
+				return s.codexItem(item)
 			}
 			return false
 		case 3:

@@ -232,7 +232,7 @@ func TestGeminiFastPathProbes(t *testing.T) {
 // fast path gives exactly the events of encoding/json, and it reads most
 // of their lines.
 func TestCodexFastPathTranscripts(t *testing.T) {
-	checkTranscripts(t, "codex-", (&Codex{Model: "m"}).parse, func(b []byte) bool { return codexFastLine(b, &codexLine{}, nil) })
+	checkTranscripts(t, "codex-", (&Codex{Model: "m"}).parse, func(b []byte) bool { return codexFastLine(b, &codexLine{}, &codexItem{}, nil) })
 }
 
 // TestGeminiFastPathTranscripts: as TestCodexFastPathTranscripts, for
