@@ -480,8 +480,7 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 	// string is written without reflection.
 	switch it.Type {
 	case CodexToolCommand:
-		raw, kind = observability.AppendJSONString([]byte(`{"command":`), it.Command), ToolShell
-		raw = append(raw, '}')
+		raw, kind = jsonObject("command", it.Command), ToolShell
 	case CodexToolFileChange:
 		kind = ToolEdit
 		if raw, err = json.Marshal(it.Changes); err == nil {
@@ -491,12 +490,20 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 		name = CodexToolMCP + ":" + it.Server + "/" + it.Tool
 		raw, err = json.Marshal(it.Arguments)
 	case CodexToolWebSearch:
-		raw = append(observability.AppendJSONString([]byte(`{"query":`), it.Query), '}')
+		raw = jsonObject("query", it.Query)
 	}
 	if err != nil || len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
 	emit(Event{Kind: KindToolUse, Message: it.ID, ToolUse: &ToolUse{ID: it.ID, Name: name, Input: raw, Kind: kind}})
+}
+
+// jsonObject is {"key":value} as json.Marshal writes a map of one key
+// whose value is a string; key needs no escape.
+func jsonObject(key, value string) []byte {
+	b := make([]byte, 0, len(key)+len(value)+8)
+	b = append(append(append(b, `{"`...), key...), `":`...)
+	return append(observability.AppendJSONString(b, value), '}')
 }
 
 // itemCompleted handles an item.completed line.
