@@ -56,7 +56,7 @@ func appendAgentEvent(b []byte, e *Event) (_ []byte, ok bool) {
 	}
 	p := e.Agent
 	b = append(b, `,"agent":{"kind":`...)
-	b = appendJSONString(b, string(p.Kind))
+	b = AppendJSONString(b, string(p.Kind))
 	b = strconv.AppendInt(append(b, `,"elapsed_ns":`...), int64(p.Elapsed), 10)
 	b = strconv.AppendInt(append(b, `,"turns":`...), int64(p.Turns), 10)
 	if b, ok = appendFloat(append(b, `,"cost_usd":`...), p.CostUSD); !ok {
@@ -101,16 +101,17 @@ func appendStringField(b []byte, name, value string, omitEmpty bool) []byte {
 		return b
 	}
 	b = append(append(append(append(b, ',', '"'), name...), '"'), ':')
-	return appendJSONString(b, value)
+	return AppendJSONString(b, value)
 }
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString appends s as a JSON string as json.Marshal writes it:
+// AppendJSONString appends s as a JSON string as json.Marshal writes it,
+// the same bytes:
 // <, > and & escaped as \u003c..., U+2028 and U+2029 escaped, each byte of
 // invalid UTF-8 as \ufffd, control characters as \b, \f, \n, \r, \t or
 // \u00XX.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -281,6 +281,7 @@ func (c *Claude) parse(r io.Reader, out func(Event), fast bool) error {
 	retryStatus := 0   // error_status of the last api_retry line
 	var result *Result // the result lines so far, added up (see Parse)
 	var events []Event // the fast path's, reused
+	var scratch []byte // the fast path's decoding buffer, reused
 	// The calls in flight, each true when it is a shell (Bash) call: the
 	// text of another tool's result is not decoded (see Parse).
 	calls := map[string]bool{}
@@ -300,7 +301,7 @@ func (c *Claude) parse(r io.Reader, out func(Event), fast bool) error {
 	err := readJSONLines(r, func(b []byte) {
 		if fast {
 			var handled bool
-			if events, handled = claudeFastLine(b, events, skip); handled {
+			if events, handled = claudeFastLine(b, events, skip, &scratch); handled {
 				for _, e := range events {
 					emit(e)
 				}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/infinite-improbability-drive/spawn/internal/lazy"
+	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
 // PinnedCodex is the @openai/codex version agents/package.json pins.
@@ -388,10 +389,13 @@ func (c *Codex) Parse(r io.Reader, emit func(Event)) error {
 // reference the fast path is tested against).
 func (c *Codex) parse(r io.Reader, emit func(Event), fast bool) error {
 	s := codexStream{model: c.Model, started: map[string]bool{}}
-	var l codexLine // each line's, reused: the events keep none of it
+	// Each line's, reused: the events keep none of them.
+	var l codexLine
+	var item codexItem
+	var scratch []byte
 	return readJSONLines(r, func(b []byte) {
 		l = codexLine{}
-		if !fast || !codexFastLine(b, &l) {
+		if !fast || !codexFastLine(b, &l, &item, &scratch) {
 			l = codexLine{}
 			if !decode(b, &l) {
 				return
@@ -468,31 +472,38 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 		s.inTurn = true
 	}
 	name := it.Type
-	var in any
-	key := "" // the input is {key: in}, or in itself when ""
+	var raw []byte
+	var err error
 	kind := ToolOther
+	// {key: value} is written as json.Marshal writes a map of one key,
+	// without building the map (a stream holds thousands of calls); a
+	// string is written without reflection.
 	switch it.Type {
 	case CodexToolCommand:
-		key, in, kind = "command", it.Command, ToolShell
+		raw, kind = jsonObject("command", it.Command), ToolShell
 	case CodexToolFileChange:
-		key, in, kind = "changes", it.Changes, ToolEdit
+		kind = ToolEdit
+		if raw, err = json.Marshal(it.Changes); err == nil {
+			raw = append(append([]byte(`{"changes":`), raw...), '}')
+		}
 	case CodexToolMCP:
 		name = CodexToolMCP + ":" + it.Server + "/" + it.Tool
-		in = it.Arguments
+		raw, err = json.Marshal(it.Arguments)
 	case CodexToolWebSearch:
-		key, in = "query", it.Query
-	}
-	// {key: in} is written around in's JSON: the bytes json.Marshal makes
-	// of a map of one key, without building the map (a stream holds
-	// thousands of calls).
-	raw, err := json.Marshal(in)
-	if key != "" && err == nil {
-		raw = append(append([]byte(`{"`+key+`":`), raw...), '}')
+		raw = jsonObject("query", it.Query)
 	}
 	if err != nil || len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
 	emit(Event{Kind: KindToolUse, Message: it.ID, ToolUse: &ToolUse{ID: it.ID, Name: name, Input: raw, Kind: kind}})
+}
+
+// jsonObject is {"key":value} as json.Marshal writes a map of one key
+// whose value is a string; key needs no escape.
+func jsonObject(key, value string) []byte {
+	b := make([]byte, 0, len(key)+len(value)+8)
+	b = append(append(append(b, `{"`...), key...), `":`...)
+	return append(observability.AppendJSONString(b, value), '}')
 }
 
 // itemCompleted handles an item.completed line.

@@ -464,6 +464,22 @@ func TestCodexToolInputIsTheMapsJSON(t *testing.T) {
 	}
 }
 
+// FuzzCodexToolInput: the input of a command or a web search is, for any
+// string, the JSON json.Marshal makes of a map of its one key.
+func FuzzCodexToolInput(f *testing.F) {
+	for _, v := range []string{"", "go test ./...", "a <b> && c", "x\u2028y", "bad \xff utf8", `q"uote\`, "\x00\x1f\x7f"} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		for _, typ := range []string{CodexToolCommand, CodexToolWebSearch} {
+			key := map[string]string{CodexToolCommand: "command", CodexToolWebSearch: "query"}[typ]
+			want, err := json.Marshal(map[string]any{key: v})
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(codexToolInput(t, &codexItem{ID: "i", Type: typ, Command: v, Query: v})), "%s %q", typ, v)
+		}
+	})
+}
+
 // codexToolInput is the Input of the tool call an item starts.
 func codexToolInput(t *testing.T, it *codexItem) json.RawMessage {
 	t.Helper()

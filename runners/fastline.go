@@ -32,23 +32,16 @@ var codexItemFields = [...]string{"id", "type", "text", "command", "aggregated_o
 // codexFastLine reads a line of `codex exec --json` into l, which must be
 // the zero value, as decode does, and reports whether it did; false leaves
 // l partly filled, for the caller to reset. It reads every line but
-// turn.completed and turn.failed (usage, error), which are few.
-func codexFastLine(line []byte, l *codexLine) bool {
-	s := jsonScanner{b: line}
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, codexFields[:]...)
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+// turn.completed and turn.failed (usage, error), which are few. The
+// caller's buffers are reused from line to line: item is where l.Item
+// points when the line has an item (it is zeroed first), scratch is the
+// buffer strings are decoded in (see jsonScanner).
+func codexFastLine(line []byte, l *codexLine, item *codexItem, scratch *[]byte) bool {
+	s := jsonScanner{b: line, scratch: scratch}
+	ok := s.fields(codexFields[:], func(i int) bool {
 		switch i {
 		case 0:
-			return s.stringOrNull(&l.Type)
+			return s.knownOrNull(&l.Type, "item.started", "item.completed", "item.updated", "turn.started", "turn.completed")
 		case 1:
 			return s.stringOrNull(&l.ThreadID)
 		case 2:
@@ -56,8 +49,9 @@ func codexFastLine(line []byte, l *codexLine) bool {
 			case 'n':
 				return s.literal("null")
 			case '{':
-				l.Item = &codexItem{}
-				return s.codexItem(l.Item)
+				*item = codexItem{}
+				l.Item = item
+				return s.codexItem(item)
 			}
 			return false
 		case 3:
@@ -72,20 +66,14 @@ func codexFastLine(line []byte, l *codexLine) bool {
 
 // codexItem reads an item object into it.
 func (s *jsonScanner) codexItem(it *codexItem) bool {
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, codexItemFields[:]...)
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	return s.fields(codexItemFields[:], func(i int) bool {
 		switch i {
+		case 1:
+			return s.knownOrNull(&it.Type, CodexToolCommand, CodexToolFileChange, "agent_message", "reasoning")
 		case 5:
 			return s.intPtr(&it.ExitCode)
+		case 6:
+			return s.knownOrNull(&it.Status, "in_progress", "completed", "failed")
 		case 7:
 			return s.raw(&it.Changes)
 		case 10:
@@ -93,8 +81,8 @@ func (s *jsonScanner) codexItem(it *codexItem) bool {
 		case 11:
 			return s.raw(&it.Result)
 		}
-		return s.stringOrNull([...]*string{0: &it.ID, 1: &it.Type, 2: &it.Text, 3: &it.Command, 4: &it.AggregatedOutput,
-			6: &it.Status, 8: &it.Server, 9: &it.Tool, 12: &it.Message, 13: &it.Query}[i])
+		return s.stringOrNull([...]*string{0: &it.ID, 2: &it.Text, 3: &it.Command, 4: &it.AggregatedOutput,
+			8: &it.Server, 9: &it.Tool, 12: &it.Message, 13: &it.Query}[i])
 	})
 }
 
@@ -110,23 +98,20 @@ var geminiStatsFields = [...]string{"input_tokens", "cached", "output_tokens"}
 
 // geminiFastLine reads a line of gemini's stream-json into l, which must
 // be the zero value, as decode does, and reports whether it did; false
-// leaves l partly filled, for the caller to reset.
-func geminiFastLine(line []byte, l *geminiLine) bool {
-	s := jsonScanner{b: line}
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, geminiFields[:]...)
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+// leaves l partly filled, for the caller to reset. scratch is as
+// codexFastLine's.
+func geminiFastLine(line []byte, l *geminiLine, scratch *[]byte) bool {
+	s := jsonScanner{b: line, scratch: scratch}
+	ok := s.fields(geminiFields[:], func(i int) bool {
 		switch i {
+		case 0:
+			return s.knownOrNull(&l.Type, "message", "tool_use", "tool_result", "init", "result")
+		case 3:
+			return s.knownOrNull(&l.Role, "assistant", "user")
 		case 7:
 			return s.raw(&l.Parameters)
+		case 8:
+			return s.knownOrNull(&l.Status, "success", "error")
 		case 10:
 			switch s.peek() {
 			case 'n':
@@ -146,8 +131,8 @@ func geminiFastLine(line []byte, l *geminiLine) bool {
 			}
 			return false
 		}
-		return s.stringOrNull([...]*string{0: &l.Type, 1: &l.SessionID, 2: &l.Model, 3: &l.Role, 4: &l.Content,
-			5: &l.ToolName, 6: &l.ToolID, 8: &l.Status, 9: &l.Output, 11: &l.Severity, 12: &l.Message}[i])
+		return s.stringOrNull([...]*string{1: &l.SessionID, 2: &l.Model, 4: &l.Content,
+			5: &l.ToolName, 6: &l.ToolID, 9: &l.Output, 11: &l.Severity, 12: &l.Message}[i])
 	})
 	s.ws()
 	return ok && s.i == len(s.b)
@@ -155,16 +140,8 @@ func geminiFastLine(line []byte, l *geminiLine) bool {
 
 // geminiError reads the error object of a tool_result or result line.
 func (s *jsonScanner) geminiError(e *geminiError) bool {
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, geminiErrorFields[:]...)
+	return s.fields(geminiErrorFields[:], func(i int) bool {
 		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
 		case i == 0:
 			return s.stringOrNull(&e.Type)
 		case i == 1:
@@ -177,19 +154,28 @@ func (s *jsonScanner) geminiError(e *geminiError) bool {
 
 // geminiStats reads the stats of a result line.
 func (s *jsonScanner) geminiStats(st *geminiStats) bool {
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, geminiStatsFields[:]...)
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	return s.fields(geminiStatsFields[:], func(i int) bool {
 		return s.int64OrNull([...]*int64{&st.InputTokens, &st.Cached, &st.OutputTokens}[i])
 	})
+}
+
+// knownOrNull is stringOrNull for a field whose value is usually one of
+// known (a line's type, a status): a value that is one, without escapes,
+// is that string, not a new one (a stream holds thousands of lines).
+func (s *jsonScanner) knownOrNull(dst *string, known ...string) bool {
+	if s.peek() == '"' {
+		start := s.i
+		if raw, plain, ok := s.str(); ok && plain {
+			for _, k := range known {
+				if string(raw[1:len(raw)-1]) == k {
+					*dst = k
+					return true
+				}
+			}
+		}
+		s.i = start
+	}
+	return s.stringOrNull(dst)
 }
 
 // raw reads any value into *dst as a json.RawMessage takes it: its bytes,
@@ -258,16 +244,8 @@ func toolInputOf(raw json.RawMessage) (in toolInput, ok bool) {
 // leaves in partly filled.
 func fastToolInput(raw []byte, in *toolInput) bool {
 	s := jsonScanner{b: raw}
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, toolInputFields[:]...)
+	ok := s.fields(toolInputFields[:], func(i int) bool {
 		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
 		case i < 4:
 			return s.stringOrNull([...]*string{&in.Command, &in.FilePath, &in.NotebookPath, &in.Path}[i])
 		}
@@ -288,17 +266,7 @@ func fastToolInput(raw []byte, in *toolInput) bool {
 					return false
 				}
 			case '{':
-				var seen uint32
-				if !s.object(func(key []byte) bool {
-					i, decline := s.matchKey(key, "path")
-					switch {
-					case decline:
-						return false
-					case i < 0:
-						return s.skip()
-					case !once(&seen, i):
-						return false
-					}
+				if !s.fields([]string{"path"}, func(i int) bool {
 					return s.stringOrNull(&c.Path)
 				}) {
 					return false
@@ -447,16 +415,8 @@ func fastCodexChanges(raw []byte) (list string, ok bool) {
 					return false
 				}
 			case '{':
-				var seen uint32
-				if !s.object(func(key []byte) bool {
-					i, decline := s.matchKey(key, "path", "kind")
+				if !s.fields([]string{"path", "kind"}, func(i int) bool {
 					switch {
-					case decline:
-						return false
-					case i < 0:
-						return s.skip()
-					case !once(&seen, i):
-						return false
 					case i == 0:
 						return s.stringOrNull(&path)
 					default:

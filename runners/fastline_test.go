@@ -232,13 +232,13 @@ func TestGeminiFastPathProbes(t *testing.T) {
 // fast path gives exactly the events of encoding/json, and it reads most
 // of their lines.
 func TestCodexFastPathTranscripts(t *testing.T) {
-	checkTranscripts(t, "codex-", (&Codex{Model: "m"}).parse, func(b []byte) bool { return codexFastLine(b, &codexLine{}) })
+	checkTranscripts(t, "codex-", (&Codex{Model: "m"}).parse, func(b []byte) bool { return codexFastLine(b, &codexLine{}, &codexItem{}, nil) })
 }
 
 // TestGeminiFastPathTranscripts: as TestCodexFastPathTranscripts, for
 // gemini.
 func TestGeminiFastPathTranscripts(t *testing.T) {
-	checkTranscripts(t, "gemini-", (&Gemini{}).parse, func(b []byte) bool { return geminiFastLine(b, &geminiLine{}) })
+	checkTranscripts(t, "gemini-", (&Gemini{}).parse, func(b []byte) bool { return geminiFastLine(b, &geminiLine{}, nil) })
 }
 
 // FuzzCodexFastPath: on any input, codex's fast path gives the events of

@@ -198,9 +198,10 @@ func (g *Gemini) Parse(r io.Reader, emit func(Event)) error {
 func (g *Gemini) parse(r io.Reader, emit func(Event), fast bool) error {
 	var s geminiStream
 	var l geminiLine // each line's, reused: the events keep none of it
+	var scratch []byte
 	return readJSONLines(r, func(b []byte) {
 		l = geminiLine{}
-		if !fast || !geminiFastLine(b, &l) {
+		if !fast || !geminiFastLine(b, &l, &scratch) {
 			l = geminiLine{}
 			if !decode(b, &l) {
 				return

@@ -40,6 +40,10 @@ type jsonScanner struct {
 	// plainKey says the key object hands its member holds no escape and
 	// no byte outside ASCII.
 	plainKey bool
+	// scratch, when set, is the buffer strValue decodes a string with
+	// escapes in, kept from one value and one line to the next; nil: a
+	// buffer of its own for each.
+	scratch *[]byte
 }
 
 // ws skips JSON whitespace. The usual case, none, is inlined.
@@ -409,14 +413,24 @@ func (s *jsonScanner) matchKey(key []byte, names ...string) (i int, decline bool
 	return -1, false
 }
 
-// once marks field i as read in seen, and reports false when it already
-// was: a repeated key goes to the full decoder.
-func once(seen *uint32, i int) bool {
-	if *seen&(1<<i) != 0 {
-		return false
-	}
-	*seen |= 1 << i
-	return true
+// fields reads an object as encoding/json decodes it into a struct whose
+// fields' JSON names are names (at most 32): field reads the value of the
+// field names[i], with s.i at it; an unknown key's value is skipped. A key
+// repeated, or one matchKey declines, declines the object: it goes to the
+// full decoder.
+func (s *jsonScanner) fields(names []string, field func(i int) bool) bool {
+	var seen uint32
+	return s.object(func(key []byte) bool {
+		i, decline := s.matchKey(key, names...)
+		switch {
+		case decline || i >= 0 && seen&(1<<i) != 0:
+			return false
+		case i < 0:
+			return s.skip()
+		}
+		seen |= 1 << i
+		return field(i)
+	})
 }
 
 // stringField reads a string value into *dst; any other value declines.
@@ -441,81 +455,116 @@ func (s *jsonScanner) stringOrNull(dst *string) bool {
 // strValue reads the string at s.i and returns what encoding/json decodes
 // it into, validating and decoding in one pass (a tool result's text is
 // most of a stream's bytes): as encoding/json does, a lone or broken surrogate
-// and each byte of malformed UTF-8 become U+FFFD.
+// and each byte of malformed UTF-8 become U+FFFD. A string with escapes is
+// decoded into s.scratch, then copied into a string of its exact size.
 func (s *jsonScanner) strValue() (string, bool) {
 	b := s.b
 	start := s.i + 1
-	var out strings.Builder // empty while the value is b[start:i]
-	decoded := false
+	j := asciiRun(b, start)
+	if j < len(b) && b[j] == '"' {
+		s.i = j + 1
+		return string(b[start:j]), true
+	}
+	var out []byte
+	if s.scratch != nil {
+		out = (*s.scratch)[:0]
+	} else {
+		// Room for a typical tool result; a longer value grows.
+		out = make([]byte, 0, min(len(b)-start, 8<<10))
+	}
 	for i := start; ; {
-		j := asciiRun(b, i)
 		if j >= len(b) {
 			return "", false
 		}
-		c := b[j]
-		if c == '"' {
+		out = append(out, b[i:j]...)
+		switch c := b[j]; {
+		case c == '"':
 			s.i = j + 1
-			if !decoded {
-				return string(b[start:j]), true
+			if s.scratch != nil && cap(out) <= maxScratch {
+				*s.scratch = out
 			}
-			out.Write(b[i:j])
-			return out.String(), true
-		}
-		if c < 0x20 {
+			return string(out), true
+		case c < 0x20:
 			return "", false
-		}
-		if !decoded {
-			decoded = true
-			// Room for a typical tool result; a longer value grows.
-			out.Grow(min(len(b)-start, 8<<10))
-		}
-		out.Write(b[i:j])
-		if c >= utf8.RuneSelf {
-			rr, size := utf8.DecodeRune(b[j:])
-			out.WriteRune(rr)
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(b[j:])
+			out = utf8.AppendRune(out, r)
 			i = j + size
-			continue
-		}
-		// A backslash.
-		if j+1 >= len(b) {
-			return "", false
-		}
-		i = j + 2
-		switch b[j+1] {
-		case '"', '\\', '/':
-			out.WriteByte(b[j+1])
-		case 'b':
-			out.WriteByte('\b')
-		case 'f':
-			out.WriteByte('\f')
-		case 'n':
-			out.WriteByte('\n')
-		case 'r':
-			out.WriteByte('\r')
-		case 't':
-			out.WriteByte('\t')
-		case 'u':
-			rr := u4(b, j)
-			if rr < 0 {
+		default: // a backslash
+			if j+1 >= len(b) {
 				return "", false
 			}
-			i = j + 6
-			if utf16.IsSurrogate(rr) {
-				if lo := u4(b, i); lo >= 0 {
-					if dec := utf16.DecodeRune(rr, lo); dec != unicode.ReplacementChar {
-						out.WriteRune(dec)
-						i += 6
-						continue
+			i = j + 2
+			switch b[j+1] {
+			case '"', '\\', '/':
+				out = append(out, b[j+1])
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := u4(b, j)
+				if r < 0 {
+					return "", false
+				}
+				i = j + 6
+				if utf16.IsSurrogate(r) {
+					if lo := u4(b, i); lo >= 0 {
+						if dec := utf16.DecodeRune(r, lo); dec != unicode.ReplacementChar {
+							r = dec
+							i += 6
+						}
 					}
 				}
-				rr = unicode.ReplacementChar
+				if utf16.IsSurrogate(r) {
+					r = unicode.ReplacementChar
+				}
+				out = utf8.AppendRune(out, r)
+			default:
+				return "", false
 			}
-			out.WriteRune(rr)
-		default:
-			return "", false
+		}
+		// The next run: escapes are dense in source code and test output,
+		// so a short run is read a byte at a time, a long one by asciiRun.
+		for j = i; j < len(b) && plainBytes[b[j]] == '1'; {
+			if j++; j-i == 8 {
+				j = asciiRun(b, j)
+				break
+			}
 		}
 	}
 }
+
+// maxScratch bounds the buffer strValue keeps from one value to the next:
+// a huge value's is dropped.
+const maxScratch = 256 << 10
+
+// plainBytes marks with a 1 each byte that stands for itself in a JSON
+// string: printable ASCII but the quote and the backslash. A table is
+// faster than the comparisons on the short runs between escapes.
+const plainBytes = "" +
+	"0000000000000000" + // 00-0f
+	"0000000000000000" + // 10-1f
+	"1101111111111111" + // 20-2f
+	"1111111111111111" + // 30-3f
+	"1111111111111111" + // 40-4f
+	"1111111111110111" + // 50-5f
+	"1111111111111111" + // 60-6f
+	"1111111111111111" + // 70-7f
+	"0000000000000000" + // 80-8f
+	"0000000000000000" + // 90-9f
+	"0000000000000000" + // a0-af
+	"0000000000000000" + // b0-bf
+	"0000000000000000" + // c0-cf
+	"0000000000000000" + // d0-df
+	"0000000000000000" + // e0-ef
+	"0000000000000000" // f0-ff
 
 // u4 is the value of the escape \uXXXX at b[i:], -1 if there is none.
 func u4(b []byte, i int) rune {
@@ -542,21 +591,13 @@ func u4(b []byte, i int) rune {
 // keys): every field a user or an assistant message may need is read, and
 // the type picks the events at the end. The text of a tool_result whose
 // call skip names is not decoded (see Claude.Parse).
-func claudeFastLine(line []byte, buf []Event, skip func(id string) bool) (events []Event, handled bool) {
-	s := jsonScanner{b: line}
+func claudeFastLine(line []byte, buf []Event, skip func(id string) bool, scratch *[]byte) (events []Event, handled bool) {
+	s := jsonScanner{b: line, scratch: scratch}
 	var kind string // "user", "assistant" or "system" once the type is read
 	var subtype string
-	msg := fastMessage{skip: skip}
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "type", "message", "subtype")
+	msg := fastMessage{skip: skip, scratch: scratch}
+	ok := s.fields([]string{"type", "message", "subtype"}, func(i int) bool {
 		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
 		case i == 0:
 			if s.peek() != '"' {
 				return false
@@ -606,6 +647,8 @@ type fastMessage struct {
 	blocks []fastBlock
 	// skip is Claude.Parse's: the calls whose result text is not decoded.
 	skip func(id string) bool
+	// scratch is the line's scanner's (see jsonScanner).
+	scratch *[]byte
 }
 
 // fastBlock is one content block of a message: the fields of claudeBlock.
@@ -631,7 +674,7 @@ func (m *fastMessage) events(kind string, events []Event, skip func(id string) b
 		switch {
 		case kind == "user" && b.typ == "tool_result":
 			if b.content != nil && !b.decoded && (!skip(b.result.ToolUseID) || b.result.IsError) {
-				sub := jsonScanner{b: b.content}
+				sub := jsonScanner{b: b.content, scratch: m.scratch}
 				text, ok := sub.toolResultText()
 				if !ok || sub.i != len(sub.b) {
 					return events[:0], false
@@ -651,17 +694,7 @@ func (m *fastMessage) events(kind string, events []Event, skip func(id string) b
 
 // message reads a message object into m.
 func (s *jsonScanner) message(m *fastMessage) bool {
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "id", "content", "usage")
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	return s.fields([]string{"id", "content", "usage"}, func(i int) bool {
 		switch i {
 		case 0:
 			return s.stringField(&m.id)
@@ -701,17 +734,8 @@ func (s *jsonScanner) block(b *fastBlock, skip func(id string) bool) bool {
 	if s.peek() != '{' {
 		return false
 	}
-	var seen uint32
-	return s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "type", "text", "id", "name", "input", "tool_use_id", "is_error", "content")
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	haveID := false // the tool_use_id came before the content
+	return s.fields([]string{"type", "text", "id", "name", "input", "tool_use_id", "is_error", "content"}, func(i int) bool {
 		switch i {
 		case 0:
 			return s.stringField(&b.typ)
@@ -722,14 +746,9 @@ func (s *jsonScanner) block(b *fastBlock, skip func(id string) bool) bool {
 		case 3:
 			return s.stringField(&b.toolUse.Name)
 		case 4:
-			// A json.RawMessage: the value's bytes as they are.
-			start := s.i
-			if !s.skip() {
-				return false
-			}
-			b.toolUse.Input = append([]byte(nil), s.b[start:s.i]...)
-			return true
+			return s.raw(&b.toolUse.Input)
 		case 5:
+			haveID = true
 			return s.stringField(&b.result.ToolUseID)
 		case 6:
 			switch s.peek() {
@@ -743,7 +762,7 @@ func (s *jsonScanner) block(b *fastBlock, skip func(id string) bool) bool {
 			}
 		default:
 			start := s.i
-			if seen&(1<<5) != 0 && s.peek() == '"' && !skip(b.result.ToolUseID) {
+			if haveID && s.peek() == '"' && !skip(b.result.ToolUseID) {
 				// Wanted whatever else the block says (see events):
 				// checked and decoded in one pass.
 				var ok bool
@@ -779,16 +798,8 @@ func (s *jsonScanner) toolResultText() (string, bool) {
 			// A map: keys are unquoted and looked up exactly, then with
 			// strings.EqualFold; matchKey declines any key that could fold.
 			var typ, text string
-			var seen uint32
-			ok := s.object(func(key []byte) bool {
-				i, decline := s.matchKey(key, "type", "text")
+			ok := s.fields([]string{"type", "text"}, func(i int) bool {
 				switch {
-				case decline:
-					return false
-				case i < 0:
-					return s.skip()
-				case !once(&seen, i):
-					return false
 				case s.peek() != '"':
 					// Not a string: no type, or an empty text.
 					return s.skip()
@@ -809,123 +820,11 @@ func (s *jsonScanner) toolResultText() (string, bool) {
 	}
 }
 
-// assistantMessage reads the message object of an assistant line,
-// appending a KindText or KindToolUse event for each text and tool_use
-// block, all with the message's id and usage.
-func (s *jsonScanner) assistantMessage(events []Event) ([]Event, bool) {
-	first := len(events)
-	var id string
-	var usage *Usage
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "id", "content", "usage")
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
-		switch i {
-		case 0:
-			return s.stringField(&id)
-		case 1:
-			switch s.peek() {
-			case '[':
-				return s.array(func() bool {
-					var ok bool
-					events, ok = s.assistantBlock(events)
-					return ok
-				})
-			case 'n':
-				return s.literal("null")
-			default:
-				return false
-			}
-		default:
-			switch s.peek() {
-			case '{':
-				var ok bool
-				usage, ok = s.usage()
-				return ok
-			case 'n':
-				return s.literal("null")
-			default:
-				return false
-			}
-		}
-	})
-	for i := first; i < len(events); i++ {
-		events[i].Message, events[i].Usage = id, usage
-	}
-	return events, ok
-}
-
-// assistantBlock reads one content block of an assistant message,
-// appending an event when it is a text or a tool_use.
-func (s *jsonScanner) assistantBlock(events []Event) ([]Event, bool) {
-	if s.peek() != '{' {
-		return events, false
-	}
-	var typ, text string
-	var tu ToolUse
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "type", "text", "id", "name", "input")
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
-		switch i {
-		case 0:
-			return s.stringField(&typ)
-		case 1:
-			return s.stringField(&text)
-		case 2:
-			return s.stringField(&tu.ID)
-		case 3:
-			return s.stringField(&tu.Name)
-		default:
-			// A json.RawMessage: the value's bytes as they are.
-			start := s.i
-			if !s.skip() {
-				return false
-			}
-			tu.Input = append([]byte(nil), s.b[start:s.i]...)
-			return true
-		}
-	})
-	switch {
-	case !ok:
-	case typ == "text":
-		events = append(events, Event{Kind: KindText, Text: text})
-	case typ == "tool_use":
-		tu.Kind = claudeToolKinds[tu.Name]
-		events = append(events, Event{Kind: KindToolUse, ToolUse: &tu})
-	}
-	return events, ok
-}
-
 // usage reads a message's usage object as claudeUsage, summed as Parse
 // sums it. A count that is not an integer declines.
 func (s *jsonScanner) usage() (*Usage, bool) {
 	var in, create, read, out int64
-	var seen uint32
-	ok := s.object(func(key []byte) bool {
-		i, decline := s.matchKey(key, "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-		switch {
-		case decline:
-			return false
-		case i < 0:
-			return s.skip()
-		case !once(&seen, i):
-			return false
-		}
+	ok := s.fields([]string{"input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens"}, func(i int) bool {
 		start := s.i
 		if !s.number() {
 			return false

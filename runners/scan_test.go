@@ -2,6 +2,7 @@ package runners
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -140,7 +141,7 @@ func TestClaudeFastPathTranscripts(t *testing.T) {
 		}
 		checkFastPath(t, stream)
 		for line := range bytes.Lines(stream) {
-			if _, ok := claudeFastLine(bytes.TrimSpace(line), nil, func(string) bool { return false }); ok {
+			if _, ok := claudeFastLine(bytes.TrimSpace(line), nil, func(string) bool { return false }, nil); ok {
 				handled++
 			}
 		}
@@ -248,5 +249,73 @@ func TestOnlyShellResultsAreDecoded(t *testing.T) {
 	}
 	if !reflect.DeepEqual(texts, want) {
 		t.Fatalf("result texts %q, want %q", texts, want)
+	}
+}
+
+// strValueSeeds are JSON strings that probe the decoding of escapes,
+// surrogates and malformed UTF-8, and texts that are not strings.
+var strValueSeeds = []string{
+	`""`, `"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u00e9\ud83d\ude00\ud800x\udc00\ud800\u0041\uDBFF\uDFFF"`,
+	"\"bad \xc3 utf8 \xe2\x82 \xff\"", `"tab	raw"`, `"\x"`, `"\u12"`, `"unterminated`, `"ends in \`,
+	"\"" + strings.Repeat(`func f() {\n\treturn \"x\"\n}\n`, 50) + "\"", `"é and more é"`, `x`, `"a" tail`,
+}
+
+// FuzzStrValue: on any text that starts with a JSON string, strValue
+// gives what json.Unmarshal gives of that string, or fails where it
+// fails, with a scratch buffer kept from one value to the next as a
+// stream's lines keep it.
+func FuzzStrValue(f *testing.F) {
+	for _, s := range strValueSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		var scratch []byte
+		for _, buf := range []*[]byte{nil, &scratch, &scratch} {
+			s := jsonScanner{b: b, scratch: buf}
+			got, ok := s.strValue()
+			var want string
+			var end int
+			if ok {
+				end = s.i
+			} else {
+				// The string's end as a scanner that only validates sees it.
+				v := jsonScanner{b: b}
+				if _, _, valid := v.str(); valid {
+					t.Fatalf("strValue fails on %q, which str reads", b)
+				}
+				end = len(b)
+			}
+			err := json.Unmarshal(b[:end], &want)
+			switch {
+			case ok && err != nil:
+				t.Fatalf("strValue reads %q as %q; json.Unmarshal: %v", b[:end], got, err)
+			case ok && got != want:
+				t.Fatalf("strValue reads %q as %q; json.Unmarshal: %q", b[:end], got, want)
+			}
+		}
+	})
+}
+
+// TestStrValueSeeds: FuzzStrValue's checks on its seeds.
+func TestStrValueSeeds(t *testing.T) {
+	var scratch []byte
+	for _, seed := range strValueSeeds {
+		for _, buf := range []*[]byte{nil, &scratch} {
+			b := []byte(seed)
+			s := jsonScanner{b: b, scratch: buf}
+			got, ok := s.strValue()
+			var want string
+			err := json.Unmarshal(b[:s.i], &want)
+			if ok && (err != nil || got != want) {
+				t.Fatalf("strValue reads %q as %q; json.Unmarshal: %q, %v", b[:s.i], got, want, err)
+			}
+			v := jsonScanner{b: b}
+			if _, _, valid := v.str(); valid != ok {
+				t.Fatalf("strValue of %q: %v, str: %v", b, ok, valid)
+			}
+		}
 	}
 }

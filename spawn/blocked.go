@@ -93,23 +93,24 @@ func refusals(out string) []string {
 // their letters has a case fold outside ASCII, as s and k have).
 var refusalStarts = [...]string{"read-only file ", "erof", "operation not permitted", "eperm"}
 
-// refusalAnchors are, for each of refusalStarts, a byte of it that is rare
-// in text, in each case it may have, and where it is in it.
+// refusalAnchors are the bytes of refusalStarts that are rare in text, in
+// each case they may have, where they are in the starts, and the starts
+// that hold them there: each start has one, in each of its cases.
 var refusalAnchors = [...]struct {
-	b     byte
-	at    int
-	start string
+	b      byte
+	at     int
+	starts []string
 }{
-	{'-', 4, "read-only file "},
-	{'f', 3, "erof"}, {'F', 3, "erof"},
-	{'p', 1, "operation not permitted"}, {'P', 1, "operation not permitted"},
-	{'p', 1, "eperm"}, {'P', 1, "eperm"},
+	{'-', 4, []string{"read-only file "}},
+	{'f', 3, []string{"erof"}}, {'F', 3, []string{"erof"}},
+	{'p', 1, []string{"operation not permitted", "eperm"}}, {'P', 1, []string{"operation not permitted", "eperm"}},
 }
 
 // mayRefuse reports whether s holds, in any mix of ASCII cases, one of
 // refusalStarts: false means sandboxRefusal cannot match s. It looks only
-// around the anchors, which it finds with strings.IndexByte, without
-// allocating: a tool output of megabytes is read at memory speed.
+// around the anchors, which it finds with strings.IndexByte, one pass for
+// each, without allocating: a tool output of megabytes is read at memory
+// speed.
 func mayRefuse(s string) bool {
 	for _, a := range refusalAnchors {
 		for i := 0; ; {
@@ -118,8 +119,12 @@ func mayRefuse(s string) bool {
 				break
 			}
 			j += i
-			if j >= a.at && hasFoldPrefix(s[j-a.at:], a.start) {
-				return true
+			if j >= a.at {
+				for _, start := range a.starts {
+					if hasFoldPrefix(s[j-a.at:], start) {
+						return true
+					}
+				}
 			}
 			i = j + 1
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,12 +55,14 @@ func TestRefusalScanMissesNoCaseFold(t *testing.T) {
 		}
 	}
 	for _, a := range refusalAnchors {
-		assert.Equal(t, a.b|0x20, a.start[a.at]|0x20, "the anchor of %q", a.start)
+		for _, start := range a.starts {
+			assert.Equal(t, a.b|0x20, start[a.at]|0x20, "the anchor of %q", start)
+		}
 	}
 	for _, p := range refusalStarts {
 		var cases []byte
 		for _, a := range refusalAnchors {
-			if a.start == p {
+			if slices.Contains(a.starts, p) {
 				cases = append(cases, a.b)
 			}
 		}
@@ -107,4 +110,28 @@ func BenchmarkMayRefuse(b *testing.B) {
 			b.Fatal("no refusal there")
 		}
 	}
+}
+
+// FuzzMayRefuse: the quick scan says a text may hold a refusal exactly
+// when one of refusalStarts is in it, in some mix of ASCII cases, and it
+// never lets through a text sandboxRefusal matches.
+func FuzzMayRefuse(f *testing.F) {
+	for _, s := range []string{"", "Read-Only File System", "x: EroFS", "ePeRm", "operation not permitted", "read-only filE", "-", "p", "op", "eP"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lower := []byte(s)
+		for i, c := range lower {
+			if 'A' <= c && c <= 'Z' {
+				lower[i] = c + 'a' - 'A'
+			}
+		}
+		want := slices.ContainsFunc(refusalStarts[:], func(start string) bool { return strings.Contains(string(lower), start) })
+		if got := mayRefuse(s); got != want {
+			t.Fatalf("mayRefuse(%q) = %v, want %v", s, got, want)
+		}
+		if !want && sandboxRefusal.MatchString(s) {
+			t.Fatalf("sandboxRefusal matches %q, which the quick scan lets through", s)
+		}
+	})
 }
