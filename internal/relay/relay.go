@@ -167,9 +167,11 @@ type grant struct {
 
 // seatFlights is how many requests of one key (one seat) the relay has
 // in flight at once, from before their budget check to their answer's
-// count. claude runs up to 10 tools at once, subagents among them (each
-// one request at a time), beside its own side requests (a title): 16
-// leaves them room. A request beyond it waits; it does not fail.
+// count. A request beyond it waits; it does not fail. claude makes a side
+// request (a title) beside its main answer, and runs the subagents one
+// answer asks for side by side, each one request at a time: 16 leaves
+// room for a dozen of them. claude 2.1 starts every subagent of one answer
+// at once (twenty, if asked for twenty): those past 16 wait their turn.
 const seatFlights = 16
 
 // Start listens on 127.0.0.1 on a free port and relays each route. It
