@@ -289,3 +289,30 @@ func TestAClientThatGivesUpWaitingForASlotNeverReachesTheModel(t *testing.T) {
 	defer model.mu.Unlock()
 	assert.NotContains(t, model.asked, "seat=coder&n=gave-up")
 }
+
+// Closing the relay ends every request, those waiting for a slot
+// included: none is left behind.
+func TestClosingTheRelayEndsTheWaitForASlot(t *testing.T) {
+	model := newHeldModel()
+	up := httptest.NewServer(model)
+	defer up.Close()
+	defer model.release()
+	u, err := url.Parse(up.URL)
+	require.NoError(t, err)
+	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}},
+		Options{Allow: func() error { return nil }, Used: func(Usage) {}})
+	require.NoError(t, err)
+	k, err := r.Grant("a", "coder")
+	require.NoError(t, err)
+
+	got := fire(r, k, "coder", seatFlights+4)
+	require.Eventually(t, func() bool { return r.inFlight() == seatFlights+4 }, 10*time.Second, 5*time.Millisecond, "every request arrives")
+	require.Eventually(t, func() bool { now, _, _ := model.at("coder"); return now == seatFlights }, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, r.Close())
+	require.Eventually(t, func() bool { return r.inFlight() == 0 }, 10*time.Second, 5*time.Millisecond, "every request ended")
+	for range seatFlights + 4 {
+		<-got
+	}
+	_, _, total := model.at("coder")
+	assert.Equal(t, seatFlights, total, "no request that waited went upstream")
+}
