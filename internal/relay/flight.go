@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -98,6 +99,34 @@ func (r *Relay) settle(ctx context.Context, f *flight) error {
 		}
 	}
 }
+
+// takeSlot takes one of slots, a seat's, for f, waiting while every one
+// is taken. free gives it back; calling it again does nothing. It returns
+// an error, taking nothing, if ctx ends first or f's client goes away (the
+// server does not always say so: it is asked every goneEvery), or once the
+// relay is closed.
+func (r *Relay) takeSlot(ctx context.Context, f *flight, slots chan struct{}) (free func(), err error) {
+	tick := time.NewTicker(goneEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case slots <- struct{}{}:
+			return sync.OnceFunc(func() { <-slots }), nil
+		case <-ctx.Done():
+			return nil, fmt.Errorf("relay: waiting for a slot: %w", ctx.Err())
+		case <-f.left.Done():
+			return nil, errors.New("relay: the client went away waiting for a slot")
+		case <-r.closed.Done():
+			return nil, fmt.Errorf("relay: closing: %w", r.closed.Err())
+		case <-tick.C:
+			f.gone() // marks f left if it is
+		}
+	}
+}
+
+// goneEvery is how often a request waiting for a slot asks whether its
+// client went away.
+const goneEvery = 50 * time.Millisecond
 
 // abandoned returns a flight that arrived before seq, is uncounted and
 // whose client has gone away; nil when there is none.

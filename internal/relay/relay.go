@@ -22,6 +22,16 @@
 // is checked while an answer that arrived before it is uncounted and its
 // client has gone away: it waits for that answer's count (Relay.settle),
 // at most drainLimit.
+//
+// Requests side by side are bounded, so that a program holding a seat's
+// key cannot have a hundred answers paid by firing a hundred requests at
+// once, each checked before any is counted: at most seatFlights (16)
+// requests of one seat (one key) are in flight at once, each from before
+// its budget check to its answer's count. One more waits for a slot,
+// until its client goes away or the relay closes, and is checked once it
+// has one (refused if the budget was spent meanwhile). So once an answer
+// spends the budget, at most 15 more answers of its seat are paid after
+// it, and at most 16 of each other seat.
 package relay
 
 import (
@@ -100,7 +110,10 @@ type Options struct {
 	// Allow is asked before each request is forwarded; an error refuses
 	// it (402, with the error's text): the run's budget is spent. It is
 	// asked once no earlier answer whose client has gone away is
-	// uncounted (see the package's doc).
+	// uncounted, and once the request has one of its seat's 16 slots:
+	// a seat has at most 16 requests between Allow and their count at
+	// once, so when one answer spends the budget at most 15 more of its
+	// seat are to come (see the package's doc).
 	Allow func() error
 	// Used is told the usage of every answer the relay forwarded, once
 	// the answer has been read to its end and before a request that
@@ -145,7 +158,21 @@ type Relay struct {
 }
 
 // grant is whom a key was made for.
-type grant struct{ route, seat string }
+type grant struct {
+	route, seat string
+	// slots holds one token for each of the key's requests that is past
+	// its wait and not yet counted: at most seatFlights (see takeSlot).
+	slots chan struct{}
+}
+
+// seatFlights is how many requests of one key (one seat) the relay has
+// in flight at once, from before their budget check to their answer's
+// count. A request beyond it waits; it does not fail. claude makes a side
+// request (a title) beside its main answer, and runs the subagents one
+// answer asks for side by side, each one request at a time: 16 leaves
+// room for a dozen of them. claude 2.1 starts every subagent of one answer
+// at once (twenty, if asked for twenty): those past 16 wait their turn.
+const seatFlights = 16
 
 // Start listens on 127.0.0.1 on a free port and relays each route. It
 // returns once the relay accepts connections; Close stops it.
@@ -179,7 +206,7 @@ func (r *Relay) Grant(route, seat string) (string, error) {
 	key := "spawn-relay-" + hex.EncodeToString(b)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.keys[key] = grant{route: route, seat: seat}
+	r.keys[key] = grant{route: route, seat: seat, slots: make(chan struct{}, seatFlights)}
 	return key, nil
 }
 
@@ -226,7 +253,8 @@ const (
 
 // proxy relays one route: it refuses a request without a key made for
 // this route (401), for a path the route does not pass (403) or once the
-// budget is spent (402); replaces the key with the route's credential;
+// budget is spent (402); holds a request beyond its seat's slots until
+// one is free (takeSlot); replaces the key with the route's credential;
 // flushes streamed responses at once; and meters each answer.
 func (r *Relay) proxy(rt Route) http.Handler {
 	p := &httputil.ReverseProxy{
@@ -270,6 +298,11 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		}
 		f, land := r.takeOff(req)
 		defer land()
+		free, err := r.takeSlot(req.Context(), f, g.slots)
+		if err != nil {
+			return // the client went away, or the relay is closing: no one to answer
+		}
+		defer free()
 		if err := r.settle(req.Context(), f); err != nil {
 			return // the client went away, or the relay is closing: no one to answer
 		}
@@ -328,6 +361,7 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		defer func() {
 			r.used(g.seat, rt.Name, req, mw, start)
 			f.count()
+			free()
 			if whole {
 				mw.release()
 			}
