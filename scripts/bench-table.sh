@@ -128,6 +128,7 @@ END {
 		}
 	}
 	row("8 concurrent solo runs vs 8 bare claude", v("BenchmarkConcurrent8", "spawn-ms"), v("BenchmarkConcurrent8", "claude-ms"), "ms")
+	row("  CPU time of one run vs one bare claude", v("BenchmarkConcurrent8", "spawn-cpu-ms/run"), v("BenchmarkConcurrent8", "claude-cpu-ms/run"), "ms")
 	one("  load before the runs", v("BenchmarkConcurrent8", "load"), "x", "-")
 	k = "BenchmarkReviewerBytes"
 	for (r = 2; r <= 5; r++) {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,10 +127,12 @@ func (o *overhead) report(b *testing.B) {
 // as a user starts them (the reaper, the model bridge and the hooks are
 // that binary too), against eight bare claude processes doing the same
 // scripted turn at once, each the command line spawn's adapter makes
-// (bareCommand). Each iteration runs the eight spawns, then the
-// eight claudes, so the two see the same load; ns/op is both. Metrics:
-// spawn-ms and claude-ms (the wall time of each side's eight), x-vs-claude
-// (their ratio) and load (the 1-minute load average before the runs).
+// (bareCommand). Each iteration runs the eight spawns, then the eight
+// claudes, so the two see the same load; ns/op is both. Metrics: spawn-ms
+// and claude-ms (the wall time of each side's eight), x-vs-claude (their
+// ratio), spawn-cpu-ms/run and claude-cpu-ms/run (the CPU time of one run
+// and of one bare claude, every process of each) and load (the 1-minute
+// load average before the runs).
 func BenchmarkConcurrent8(b *testing.B) {
 	const n = 8
 	claude, env, _ := helloTurn(b)
@@ -162,12 +165,20 @@ func BenchmarkConcurrent8(b *testing.B) {
 		}
 		return d
 	}
+	// The CPU time of each side's processes, every descendant included
+	// (each waited for its own): on two cores, eight runs at once are
+	// bound by it.
+	var spawnCPU, claudeCPU atomic.Int64
+	cpu := func(cmd *exec.Cmd) int64 {
+		return int64(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime())
+	}
 	spawnRun := func(i int) error {
 		cmd := exec.Command(bin, "run", "--mode", "solo", "create hello.txt")
 		cmd.Dir, cmd.Env = repos[i], env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("spawn run: %w: %s", err, out)
 		}
+		spawnCPU.Add(cpu(cmd))
 		return nil
 	}
 	adapter, err := runners.NewRegistry().Lookup("claude")
@@ -184,6 +195,7 @@ func BenchmarkConcurrent8(b *testing.B) {
 		if out, err := bares[i].CombinedOutput(); err != nil {
 			return fmt.Errorf("claude: %w: %s", err, out)
 		}
+		claudeCPU.Add(cpu(bares[i]))
 		return nil
 	}
 	load, loadKnown := testenv.LoadAverage()
@@ -203,6 +215,9 @@ func BenchmarkConcurrent8(b *testing.B) {
 	b.ReportMetric(ms(spawnTime), "spawn-ms")
 	b.ReportMetric(ms(claudeTime), "claude-ms")
 	b.ReportMetric(spawnTime.Seconds()/claudeTime.Seconds(), "x-vs-claude")
+	perRun := func(ns int64) float64 { return float64(ns) / 1e6 / float64(b.N*n) }
+	b.ReportMetric(perRun(spawnCPU.Load()), "spawn-cpu-ms/run")
+	b.ReportMetric(perRun(claudeCPU.Load()), "claude-cpu-ms/run")
 	if loadKnown {
 		b.ReportMetric(load, "load")
 	}
