@@ -152,15 +152,8 @@ func TestRequestsInFlightTogetherAreNotSerialised(t *testing.T) {
 		}
 		io.WriteString(w, "data: first ends\n\n")
 	}))
-	defer up.Close()
-	u, err := url.Parse(up.URL)
-	require.NoError(t, err)
 	var budget oneAnswerBudget
-	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}}, budget.options())
-	require.NoError(t, err)
-	defer func() { require.NoError(t, r.Close()) }()
-	k, err := r.Grant("a", "coder")
-	require.NoError(t, err)
+	r, k := meteredRelay(t, up, budget.options(), "coder")
 	ask := func(n int) (*http.Response, error) {
 		req, err := http.NewRequest("POST", fmt.Sprintf("%s/v1/messages?n=%d", r.URL("a"), n), strings.NewReader("{}"))
 		if err != nil {
@@ -210,16 +203,8 @@ func TestAnAnswerOfAKnownLengthIsCountedBeforeItsClientSeesIt(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		io.WriteString(w, answer)
 	}))
-	defer up.Close()
-	u, err := url.Parse(up.URL)
-	require.NoError(t, err)
 	counted := make(chan struct{})
-	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}},
-		Options{Used: func(Usage) { close(counted) }})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, r.Close()) }()
-	k, err := r.Grant("a", "coder")
-	require.NoError(t, err)
+	r, k := meteredRelay(t, up, Options{Used: func(Usage) { close(counted) }}, "coder")
 
 	req, err := http.NewRequest("POST", r.URL("a")+"/v1/messages", strings.NewReader("{}"))
 	require.NoError(t, err)
@@ -257,15 +242,7 @@ func TestAClientThatStopsReadingHoldsTheNextRequestBackNoLongerThanTheDrainLimit
 			}
 		}
 	}))
-	defer up.Close()
-	u, err := url.Parse(up.URL)
-	require.NoError(t, err)
-	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}},
-		Options{Used: func(Usage) {}, drain: 200 * time.Millisecond})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, r.Close()) }()
-	k, err := r.Grant("a", "coder")
-	require.NoError(t, err)
+	r, k := meteredRelay(t, up, Options{Used: func(Usage) {}, drain: 200 * time.Millisecond}, "coder")
 
 	first, err := net.Dial("tcp", r.ln.Addr().String())
 	require.NoError(t, err)

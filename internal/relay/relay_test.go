@@ -284,3 +284,20 @@ func TestAnAnswerThatStartsBeforeTheRequestEndsArrivesWhole(t *testing.T) {
 		require.Equal(t, "data: one\n\ndata: two\n\n", string(answer), "request %d", i)
 	}
 }
+
+// meteredRelay starts a relay with one route, "a", to the model up serves
+// (the route's credential "real", each answer metered by its length),
+// with opts, and grants seat its key k. When the test ends the relay is
+// closed, then up.
+func meteredRelay(t *testing.T, up *httptest.Server, opts Options, seat string) (r *Relay, k string) {
+	t.Helper()
+	t.Cleanup(up.Close)
+	u, err := url.Parse(up.URL)
+	require.NoError(t, err)
+	r, err = Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}}, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	k, err = r.Grant("a", seat)
+	require.NoError(t, err)
+	return r, k
+}

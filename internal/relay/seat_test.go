@@ -128,16 +128,8 @@ func (r *Relay) inFlight() int {
 func TestASeatHasNoMoreThanItsSlotsUpstreamAtOnce(t *testing.T) {
 	model := newHeldModel()
 	up := httptest.NewServer(model)
-	defer up.Close()
 	defer model.release()
-	u, err := url.Parse(up.URL)
-	require.NoError(t, err)
-	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}},
-		Options{Allow: func() error { return nil }, Used: func(Usage) {}})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, r.Close()) }()
-	k, err := r.Grant("a", "coder")
-	require.NoError(t, err)
+	r, k := meteredRelay(t, up, Options{Allow: func() error { return nil }, Used: func(Usage) {}}, "coder")
 
 	const n = 40
 	got := fire(r, k, "coder", n)
@@ -176,15 +168,8 @@ func TestRequestsFiredAtOnceOvershootTheBudgetByLessThanASeatsSlots(t *testing.T
 		mu.Unlock()
 		io.WriteString(w, "event: message_delta usage\n\n")
 	}))
-	defer up.Close()
-	u, err := url.Parse(up.URL)
-	require.NoError(t, err)
 	var budget oneAnswerBudget
-	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}}, budget.options())
-	require.NoError(t, err)
-	defer func() { require.NoError(t, r.Close()) }()
-	k, err := r.Grant("a", "coder")
-	require.NoError(t, err)
+	r, k := meteredRelay(t, up, budget.options(), "coder")
 
 	const n = 40
 	seen := statuses(t, fire(r, k, "coder", n), n)
@@ -201,16 +186,8 @@ func TestRequestsFiredAtOnceOvershootTheBudgetByLessThanASeatsSlots(t *testing.T
 func TestEachSeatHasSlotsOfItsOwn(t *testing.T) {
 	model := newHeldModel()
 	up := httptest.NewServer(model)
-	defer up.Close()
 	defer model.release()
-	u, err := url.Parse(up.URL)
-	require.NoError(t, err)
-	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}},
-		Options{Allow: func() error { return nil }, Used: func(Usage) {}})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, r.Close()) }()
-	coder, err := r.Grant("a", "coder")
-	require.NoError(t, err)
+	r, coder := meteredRelay(t, up, Options{Allow: func() error { return nil }, Used: func(Usage) {}}, "coder")
 	reviewer, err := r.Grant("a", "reviewer")
 	require.NoError(t, err)
 
@@ -243,16 +220,8 @@ func TestEachSeatHasSlotsOfItsOwn(t *testing.T) {
 func TestAClientThatGivesUpWaitingForASlotNeverReachesTheModel(t *testing.T) {
 	model := newHeldModel()
 	up := httptest.NewServer(model)
-	defer up.Close()
 	defer model.release()
-	u, err := url.Parse(up.URL)
-	require.NoError(t, err)
-	r, err := Start([]Route{{Name: "a", Upstream: u, Credential: key("x-api-key", "real"), Paths: messages, Meter: func() Meter { return &lengthMeter{} }}},
-		Options{Allow: func() error { return nil }, Used: func(Usage) {}})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, r.Close()) }()
-	k, err := r.Grant("a", "coder")
-	require.NoError(t, err)
+	r, k := meteredRelay(t, up, Options{Allow: func() error { return nil }, Used: func(Usage) {}}, "coder")
 
 	// The seat's slots are all taken.
 	held := fire(r, k, "coder", seatFlights)
