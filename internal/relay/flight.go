@@ -100,18 +100,30 @@ func (r *Relay) settle(ctx context.Context, f *flight) error {
 	}
 }
 
-// takeSlot takes one of slots, a seat's, for f, waiting while every one
-// is taken. free gives it back; calling it again does nothing. It returns
-// an error, taking nothing, if ctx ends first or f's client goes away (the
-// server does not always say so: it is asked every goneEvery), or once the
-// relay is closed.
-func (r *Relay) takeSlot(ctx context.Context, f *flight, slots chan struct{}) (free func(), err error) {
+// takeSlot takes one of g's slots for f, waiting while every one is
+// taken. free gives it back; calling it again does nothing. It returns an
+// error, taking nothing, if ctx ends first or f's client goes away (the
+// server does not always say so: it is asked every goneEvery), once the
+// relay is closed, or at once (errWaitingFull) when seatWaiters of g's
+// requests wait already.
+func (r *Relay) takeSlot(ctx context.Context, f *flight, g grant) (free func(), err error) {
+	select {
+	case g.slots <- struct{}{}:
+		return sync.OnceFunc(func() { <-g.slots }), nil
+	default:
+	}
+	select {
+	case g.waiting <- struct{}{}:
+		defer func() { <-g.waiting }()
+	default:
+		return nil, errWaitingFull
+	}
 	tick := time.NewTicker(goneEvery)
 	defer tick.Stop()
 	for {
 		select {
-		case slots <- struct{}{}:
-			return sync.OnceFunc(func() { <-slots }), nil
+		case g.slots <- struct{}{}:
+			return sync.OnceFunc(func() { <-g.slots }), nil
 		case <-ctx.Done():
 			return nil, fmt.Errorf("relay: waiting for a slot: %w", ctx.Err())
 		case <-f.left.Done():
@@ -123,6 +135,10 @@ func (r *Relay) takeSlot(ctx context.Context, f *flight, slots chan struct{}) (f
 		}
 	}
 }
+
+// errWaitingFull means a seat's slots are taken and seatWaiters of its
+// requests wait already.
+var errWaitingFull = errors.New("relay: the seat's waiting room is full")
 
 // goneEvery is how often a request waiting for a slot asks whether its
 // client went away.

@@ -31,7 +31,8 @@
 // until its client goes away or the relay closes, and is checked once it
 // has one (refused if the budget was spent meanwhile). So once an answer
 // spends the budget, at most 15 more answers of its seat are paid after
-// it, and at most 16 of each other seat.
+// it, and at most 16 of each other seat. At most seatWaiters (64) of a
+// seat's requests wait; one more is refused at once (503).
 package relay
 
 import (
@@ -163,6 +164,9 @@ type grant struct {
 	// slots holds one token for each of the key's requests that is past
 	// its wait and not yet counted: at most seatFlights (see takeSlot).
 	slots chan struct{}
+	// waiting holds one token for each of the key's requests waiting for
+	// a slot: at most seatWaiters.
+	waiting chan struct{}
 }
 
 // seatFlights is how many requests of one key (one seat) the relay has
@@ -173,6 +177,17 @@ type grant struct {
 // room for a dozen of them. claude 2.1 starts every subagent of one answer
 // at once (twenty, if asked for twenty): those past 16 wait their turn.
 const seatFlights = 16
+
+// seatWaiters is how many requests of one seat may wait for a slot at
+// once. One more is refused at once (503, waitingFull): a program firing
+// thousands of requests with a seat's key is not held by the relay, a
+// goroutine and a connection each, without bound. A CLI never comes near
+// it.
+const seatWaiters = 64
+
+// waitingFull starts the answer to a request refused because its seat's
+// slots are taken and seatWaiters of its requests wait already.
+const waitingFull = "spawn relay: refused: this seat has as many requests waiting as the relay holds; retry once some are answered"
 
 // Start listens on 127.0.0.1 on a free port and relays each route. It
 // returns once the relay accepts connections; Close stops it.
@@ -206,7 +221,7 @@ func (r *Relay) Grant(route, seat string) (string, error) {
 	key := "spawn-relay-" + hex.EncodeToString(b)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.keys[key] = grant{route: route, seat: seat, slots: make(chan struct{}, seatFlights)}
+	r.keys[key] = grant{route: route, seat: seat, slots: make(chan struct{}, seatFlights), waiting: make(chan struct{}, seatWaiters)}
 	return key, nil
 }
 
@@ -298,7 +313,11 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		}
 		f, land := r.takeOff(req)
 		defer land()
-		free, err := r.takeSlot(req.Context(), f, g.slots)
+		free, err := r.takeSlot(req.Context(), f, g)
+		if errors.Is(err, errWaitingFull) {
+			http.Error(w, waitingFull, http.StatusServiceUnavailable)
+			return
+		}
 		if err != nil {
 			return // the client went away, or the relay is closing: no one to answer
 		}

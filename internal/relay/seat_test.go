@@ -285,3 +285,24 @@ func TestClosingTheRelayEndsTheWaitForASlot(t *testing.T) {
 	_, _, total := model.at("coder")
 	assert.Equal(t, seatFlights, total, "no request that waited went upstream")
 }
+
+// A program that fires more requests than a seat has slots and room to
+// wait has the rest refused at once (503), each freeing its connection,
+// rather than held by the relay without bound; those that waited are
+// answered in the end.
+func TestRequestsBeyondASeatsWaitingRoomAreRefused(t *testing.T) {
+	model := newHeldModel()
+	up := httptest.NewServer(model)
+	defer model.release()
+	r, k := meteredRelay(t, up, Options{Allow: func() error { return nil }, Used: func(Usage) {}}, "coder")
+
+	held := fire(r, k, "coder", seatFlights+seatWaiters)
+	require.Eventually(t, func() bool { return r.inFlight() == seatFlights+seatWaiters }, 10*time.Second, 5*time.Millisecond, "every request arrives")
+	const extra = 10
+	assert.Equal(t, map[string]int{"503": extra}, statuses(t, fire(r, k, "coder", extra), extra), "the requests beyond the waiting room")
+	model.release()
+	assert.Equal(t, map[string]int{"200": seatFlights + seatWaiters}, statuses(t, held, seatFlights+seatWaiters))
+	_, peak, total := model.at("coder")
+	assert.Equal(t, seatFlights, peak)
+	assert.Equal(t, seatFlights+seatWaiters, total)
+}
