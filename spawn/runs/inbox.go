@@ -144,21 +144,29 @@ func (in *Inbox) Take(now time.Time, how observability.Delivery, round int) ([]o
 	return taken, nil
 }
 
-// deliver creates the delivery of id; ok is false when it existed.
+// deliver creates the delivery of id; ok is false when it existed. The
+// delivery is written whole in a file of its own, then linked into place:
+// a reader (spawn send --wait) sees it whole or not at all, and of two
+// deliverers only one link is made.
 func (in *Inbox) deliver(id string, d delivery) (ok bool, err error) {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return false, err
 	}
-	f, err := os.OpenFile(filepath.Join(in.DeliveredDir(), id+messageExt), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return false, nil
-	}
+	f, err := os.CreateTemp(in.DeliveredDir(), "."+id+"-*")
 	if err != nil {
 		return false, err
 	}
+	defer func() { err = errors.Join(err, os.Remove(f.Name())) }()
 	_, err = f.Write(append(b, '\n'))
-	return true, errors.Join(err, f.Close())
+	if err = errors.Join(err, f.Close()); err != nil {
+		return false, err
+	}
+	err = os.Link(f.Name(), filepath.Join(in.DeliveredDir(), id+messageExt))
+	if errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // posted reads the messages spawn posted, oldest first, each with its

@@ -213,3 +213,29 @@ func TestTheUndeliveredTestHoldsExactlyWhileAMessageWaits(t *testing.T) {
 	assert.False(t, waits(), "both delivered")
 	assert.NotEqual(t, first.ID, second.ID)
 }
+
+// A delivery is seen whole or not at all: `spawn send --wait` reading the
+// inbox while the coder's hook delivers never sees a delivery without how
+// and when it was made.
+func TestADeliveryIsSeenWholeOrNotAtAll(t *testing.T) {
+	for i := range 300 {
+		in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+		_, err := in.Post("message", time.Unix(int64(i), 0))
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() {
+			_, err := in.Take(time.Unix(1000, 0), observability.DeliveryStop, 2)
+			done <- err
+		}()
+		for {
+			delivered, err := in.Delivered()
+			require.NoError(t, err)
+			if len(delivered) > 0 {
+				require.Equal(t, observability.DeliveryStop, delivered[0].How, "run %d: a delivery seen without how it was made", i)
+				require.Equal(t, 2, delivered[0].Round)
+				break
+			}
+		}
+		require.NoError(t, <-done)
+	}
+}
