@@ -114,6 +114,13 @@ func statuses(t *testing.T, got <-chan string, n int) map[string]int {
 	return seen
 }
 
+// waiting is how many of key's requests wait for a slot.
+func (r *Relay) waiting(key string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.keys[key].waiting)
+}
+
 // inFlight is how many requests the relay has between their arrival and
 // their answer's count, waiting for a slot or not.
 func (r *Relay) inFlight() int {
@@ -135,7 +142,7 @@ func TestASeatHasNoMoreThanItsSlotsUpstreamAtOnce(t *testing.T) {
 	got := fire(r, k, "coder", n)
 	require.Eventually(t, func() bool { return r.inFlight() == n }, 10*time.Second, 5*time.Millisecond, "every request arrives")
 	require.Eventually(t, func() bool { now, _, _ := model.at("coder"); return now >= seatFlights }, 10*time.Second, 5*time.Millisecond)
-	time.Sleep(200 * time.Millisecond) // time for any more to get through
+	require.Eventually(t, func() bool { return r.waiting(k) == n-seatFlights }, 10*time.Second, 5*time.Millisecond, "the others wait for a slot")
 	now, _, _ := model.at("coder")
 	assert.Equal(t, seatFlights, now, "requests of one seat at the model at once")
 	model.release()
@@ -198,7 +205,9 @@ func TestEachSeatHasSlotsOfItsOwn(t *testing.T) {
 	require.Eventually(t, func() bool { return r.inFlight() == 2*n }, 10*time.Second, 5*time.Millisecond, "every request arrives")
 	require.Eventually(t, func() bool { now, _, _ := model.at("reviewer"); return now >= seatFlights }, 10*time.Second, 5*time.Millisecond,
 		"the reviewer's requests reach the model while the coder's fill its slots")
-	time.Sleep(200 * time.Millisecond) // time for any more to get through
+	for _, key := range []string{coder, reviewer} {
+		require.Eventually(t, func() bool { return r.waiting(key) == n-seatFlights }, 10*time.Second, 5*time.Millisecond, "the others wait for a slot")
+	}
 	for _, seat := range []string{"coder", "reviewer"} {
 		now, _, _ := model.at(seat)
 		assert.Equal(t, seatFlights, now, "the %s's requests at the model at once", seat)
@@ -234,8 +243,7 @@ func TestAClientThatGivesUpWaitingForASlotNeverReachesTheModel(t *testing.T) {
 		_, err := ask(ctx, r, k, "seat=coder&n=gave-up")
 		gaveUp <- err
 	}()
-	require.Eventually(t, func() bool { return r.inFlight() == seatFlights+1 }, 10*time.Second, 5*time.Millisecond, "the request arrives")
-	time.Sleep(100 * time.Millisecond)
+	require.Eventually(t, func() bool { return r.waiting(k) == 1 }, 10*time.Second, 5*time.Millisecond, "the request waits for a slot")
 	cancel()
 	require.ErrorIs(t, <-gaveUp, context.Canceled)
 	require.Eventually(t, func() bool { return r.inFlight() == seatFlights }, 10*time.Second, 5*time.Millisecond,
@@ -243,8 +251,8 @@ func TestAClientThatGivesUpWaitingForASlotNeverReachesTheModel(t *testing.T) {
 
 	// The next request still finds every slot taken.
 	next := fire(r, k, "coder", 1)
-	require.Eventually(t, func() bool { return r.inFlight() == seatFlights+1 }, 10*time.Second, 5*time.Millisecond, "the next request arrives")
-	time.Sleep(200 * time.Millisecond) // time for it to get through, were a slot free
+	require.Eventually(t, func() bool { return r.waiting(k) == 1 }, 10*time.Second, 5*time.Millisecond,
+		"the next request waits: the one that gave up freed no slot it had not taken")
 	_, _, total := model.at("coder")
 	assert.Equal(t, seatFlights, total, "requests at the model before any answer ended")
 
