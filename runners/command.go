@@ -23,6 +23,10 @@ type Command struct {
 	// Cage holds the agent's process tree to its limits; set by spawn's
 	// confinement, nil from the runners.
 	Cage *proc.Cage
+	// Wrapper says that Path is the sandbox the agent runs in
+	// (bubblewrap), not the agent: signals meant for the agent pass it by
+	// (proc.Cmd.Wrapper). Set by spawn's confinement.
+	Wrapper bool
 }
 
 // Turn is one invocation of an agent: a new session, or a resumed one.

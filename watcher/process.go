@@ -64,7 +64,7 @@ type Options struct {
 	Grace time.Duration
 	// OnEvent is called for every parsed event, in order, from one
 	// goroutine. A non-empty return stops the agent gracefully (SIGINT, so
-	// claude can write its result; then Grace; then the tree is killed), and
+	// the CLI ends its turn itself; then Grace; then the tree is killed), and
 	// becomes Outcome.Stopped: it is how budgets are enforced.
 	OnEvent func(runners.Event) (stop StopReason)
 	// Hurry, when closed, kills the agent's tree at once, with no grace
@@ -169,14 +169,15 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 	}
 	out.StartedAt = time.Now()
 	p, err := proc.Start(proc.Cmd{
-		Path:   cmd.Path,
-		Args:   cmd.Args,
-		Dir:    cmd.Dir,
-		Env:    mergeEnv(opts.Env, cmd.Env),
-		Stdin:  strings.NewReader(cmd.Stdin),
-		Stdout: stdout.w,
-		Stderr: stderr.w,
-		Cage:   cmd.Cage,
+		Path:    cmd.Path,
+		Args:    cmd.Args,
+		Dir:     cmd.Dir,
+		Env:     mergeEnv(opts.Env, cmd.Env),
+		Stdin:   strings.NewReader(cmd.Stdin),
+		Stdout:  stdout.w,
+		Stderr:  stderr.w,
+		Cage:    cmd.Cage,
+		Wrapper: cmd.Wrapper,
 	})
 	// The agent holds its own descriptors: the watcher's close now.
 	closeErr := errors.Join(stdout.closeWriter(), stderr.closeWriter())
@@ -311,7 +312,7 @@ func supervise(ctx context.Context, p *proc.Process, opts Options, toolGrace tim
 			<-p.Done()
 			return StopCancelled, ""
 		case reason := <-limit:
-			// SIGINT first: claude then writes its result event.
+			// SIGINT first: the CLI ends its turn itself (claude exits 0).
 			p.Signal(syscall.SIGINT)
 			t := time.NewTimer(grace(opts))
 			select {

@@ -60,6 +60,11 @@ type Cmd struct {
 	// the agent, so that the agent and everything it starts inherit it:
 	// join cgroups, set resource limits. Nil does neither.
 	Cage *Cage
+	// Wrapper, for an agent (Start), says that Path is the sandbox the
+	// agent runs in (bubblewrap), not the agent: it runs the agent as its
+	// descendant and dies of SIGINT and SIGTERM, taking the sandbox with
+	// it at once. Signal then spares it and reaches what runs inside.
+	Wrapper bool
 }
 
 // Cage is where an agent's process tree is held: the cgroup directories
@@ -133,7 +138,10 @@ type Process struct {
 	cmd    *exec.Cmd
 	agent  int
 	reaper bool // cmd is an agent's reaper
-	done   chan struct{}
+	// wrapper is the process Signal spares: the sandbox the agent runs in
+	// (Cmd.Wrapper); 0 for none.
+	wrapper int
+	done    chan struct{}
 	// mu orders signals against the reaping of the child: once exited is
 	// set, the child is (about to be) reaped and its pid may be reused, so
 	// no signal is sent any more.
@@ -257,6 +265,8 @@ func (p *Process) Wait() (int, error) {
 // Signal sends sig to the process's group and to every descendant. It does
 // nothing once the process has exited. An agent's reaper takes no notice of
 // SIGINT, SIGTERM, SIGHUP and SIGQUIT: they are for the agent and its tree.
+// An agent's sandbox (Cmd.Wrapper) is spared, and so is its group, which
+// holds nothing else: the agent runs in a session of the sandbox's own.
 func (p *Process) Signal(sig syscall.Signal) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -264,9 +274,13 @@ func (p *Process) Signal(sig syscall.Signal) {
 		return
 	}
 	pids := Tree(p.Pid())
-	_ = syscall.Kill(-p.Pid(), sig) // ESRCH only: the group may be gone
+	if p.wrapper == 0 {
+		_ = syscall.Kill(-p.Pid(), sig) // ESRCH only: the group may be gone
+	}
 	for _, pid := range pids {
-		_ = syscall.Kill(pid, sig) // ESRCH only: it may have exited since the walk
+		if pid != p.wrapper {
+			_ = syscall.Kill(pid, sig) // ESRCH only: it may have exited since the walk
+		}
 	}
 }
 

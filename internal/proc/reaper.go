@@ -134,7 +134,11 @@ func startReaper(c Cmd) (*Process, error) {
 	err = errors.Join(err, rerr, statusR.Close())
 	agent, serr := parseStatus(string(status), path)
 	if err = errors.Join(err, serr); err == nil {
-		return watch(cmd, c.Path, agent, true), nil
+		p := watch(cmd, c.Path, agent, true)
+		if c.Wrapper {
+			p.wrapper = agent
+		}
+		return p, nil
 	}
 	// A reaper that reported a failure exits by itself; any other is killed
 	// with whatever it started. Its exit says nothing the error does not.

@@ -203,6 +203,9 @@ func underSecret(p string) bool {
 // (or sandbox-exec's).
 func (s Spec) Wrap(cmd runners.Command) runners.Command {
 	cmd.Path, cmd.Args = s.argv(cmd.Dir, cmd.Path, cmd.Args)
+	// bubblewrap dies of the signals meant for the agent; sandbox-exec
+	// becomes the agent (it execs it).
+	cmd.Wrapper = s.SandboxExec == ""
 	return cmd
 }
 

@@ -70,6 +70,8 @@ func TestWrapShowsOnlyWhatItIsGiven(t *testing.T) {
 	cmd := s.Wrap(runners.Command{Path: "claude", Args: []string{"-p"}, Dir: "/home/u/src/repo/.spawn/worktrees/1", Env: []string{"A=1"}})
 	assert.Equal(t, "/usr/bin/bwrap", cmd.Path)
 	assert.Equal(t, []string{"A=1"}, cmd.Env)
+	assert.True(t, cmd.Wrapper, "signals for the agent pass bubblewrap by")
+	assert.False(t, Spec{SandboxExec: SandboxExec}.Wrap(runners.Command{Path: "claude"}).Wrapper, "sandbox-exec becomes the agent")
 	argv := strings.Join(cmd.Args, " ")
 	for _, want := range []string{"--die-with-parent", "--unshare-user", "--unshare-pid", "--cap-drop ALL", "--disable-userns",
 		"--ro-bind /usr /usr", "--ro-bind /etc /etc", "--proc /proc", "--dev /dev", "--tmpfs /tmp", "--tmpfs /run", "--tmpfs /dev/shm",
