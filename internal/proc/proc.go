@@ -11,8 +11,9 @@
 //   - the agent exits or crashes: the reaper kills every descendant left,
 //     and exits with the agent's status;
 //   - spawn stops it (Signal, Terminate, Kill): the agent's group and every
-//     descendant are signalled; the reaper takes no notice of SIGINT and
-//     SIGTERM and, once the agent is gone, kills what is left;
+//     descendant are signalled (but the sandbox the agent runs in, which
+//     would die of the signal: Cmd.Wrapper); the reaper takes no notice of
+//     SIGINT and SIGTERM and, once the agent is gone, kills what is left;
 //   - spawn dies, even by SIGKILL: the reaper sees it and kills the whole
 //     tree and exits.
 //
