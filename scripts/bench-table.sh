@@ -40,6 +40,7 @@ if [ "$SMOKE" = 1 ]; then
 	bench ./spawn/runs 'BenchmarkList1000$'
 	bench ./internal/cli 'BenchmarkLs1000Runs$'
 	bench ./spawn/sandbox 'BenchmarkWorktree$'
+	bench ./internal/proc 'BenchmarkAgentStart$'
 	bench ./watcher 'BenchmarkStream$' @1MB SPAWN_BENCH_STREAM_MB=1
 	bench ./internal/cli 'BenchmarkStreamWhole$' @1MB SPAWN_BENCH_STREAM_MB=1
 else
@@ -47,6 +48,7 @@ else
 	bench ./spawn/runs 'BenchmarkList1000$'
 	bench ./internal/cli 'BenchmarkLs1000Runs$'
 	bench ./spawn/sandbox 'BenchmarkWorktree$|BenchmarkTurnCommit$'
+	bench ./internal/proc 'BenchmarkAgentStart$'
 	bench ./watcher 'BenchmarkStream$' @1MB SPAWN_BENCH_STREAM_MB=1
 	bench ./watcher 'BenchmarkStream$' @100MB SPAWN_BENCH_STREAM_MB=100
 	BENCHTIME=1x bench ./watcher 'BenchmarkStream$' @1GB SPAWN_BENCH_STREAM_MB=1000
@@ -106,6 +108,7 @@ END {
 		one("  before first agent / between two / after last", \
 			(has(p, "setup-ms") ? sprintf("%.0f / %.0f / %.0f ms", v(p, "setup-ms"), v(p, "between-ms"), v(p, "finish-ms")) : ""), "text", "-")
 	}
+	row("an agent process's start and end, reaper vs exec", v("BenchmarkAgentStart", "reaper-ms"), v("BenchmarkAgentStart", "exec-ms"), "ms")
 	row("provisioning (worktree) vs git worktree add", ms("BenchmarkWorktree/spawn", "ns/op"), ms("BenchmarkWorktree/git", "ns/op"), "ms")
 	row("per-turn git, 300 files, vs raw git", v("BenchmarkTurnCommit/small", "spawn-ms"), v("BenchmarkTurnCommit/small", "git-ms"), "ms")
 	row("per-turn git, 50k files, vs raw git", v("BenchmarkTurnCommit/50k", "spawn-ms"), v("BenchmarkTurnCommit/50k", "git-ms"), "ms")

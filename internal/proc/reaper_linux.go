@@ -22,6 +22,10 @@ const selfExe = "/proc/self/exe"
 // its parent is really gone, so a stray SIGUSR1 changes nothing.
 const deathSignal = syscall.SIGUSR1
 
+// settleWait is how long the reaper waits, once the agent has exited, for
+// the descendants left to exit by themselves before it kills them.
+const settleWait = 10 * time.Millisecond
+
 // prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER (linux/prctl.h),
 // which package syscall does not define.
 const prSetChildSubreaper = 36
@@ -70,9 +74,9 @@ func onForkThread(f func()) {
 // It starts the agent in the reaper's own process group, so that signals to
 // the group reach the agent (the reaper takes no notice of SIGINT, SIGTERM,
 // SIGHUP, SIGQUIT or SIGPIPE), with SIGKILL as the agent's parent-death
-// signal, and waits, reaping every orphan handed to it meanwhile. When the agent
-// exits it kills every descendant left, reaps them, and exits with the
-// agent's status (128+N for a death by signal N). When the process that
+// signal, and waits, reaping every orphan handed to it meanwhile. When the
+// agent exits it kills every descendant that did not exit by itself at once
+// (settleWait), reaps them, and exits with the agent's status (128+N for a death by signal N). When the process that
 // started it dies, it kills the agent and every descendant, and exits.
 func reap() int {
 	// The agent's parent-death signal is tied to this thread.
@@ -142,6 +146,15 @@ wait:
 				break wait // spawn is gone: so is everything it started
 			}
 		}
+	}
+	// What is left most often ends by itself at once: bubblewrap's init,
+	// handed to this reaper when bubblewrap's monitor exits before it. The
+	// process table is walked (milliseconds) only for what is left after
+	// settleWait.
+	select {
+	case <-noChildren:
+		return code
+	case <-time.After(settleWait):
 	}
 	deadline := time.After(reapWait)
 	for {
