@@ -302,7 +302,7 @@ type codexItem struct {
 	Text string `json:"text"`
 	// command_execution
 	Command          string `json:"command"`
-	AggregatedOutput string `json:"aggregated_output"`
+	AggregatedOutput Output `json:"aggregated_output"`
 	ExitCode         *int   `json:"exit_code"`
 	// command_execution, file_change, mcp_tool_call
 	Status string `json:"status"`
@@ -531,9 +531,9 @@ func (s *codexStream) itemCompleted(it *codexItem, emit func(Event)) {
 				tr.IsError = true
 			}
 		case CodexToolFileChange:
-			tr.Content = codexChanges(it.Changes)
+			tr.Content = OutputOf(codexChanges(it.Changes))
 		case CodexToolMCP:
-			tr.Content = rawString(it.Result)
+			tr.Content = OutputOf(rawString(it.Result))
 		}
 		emit(Event{Kind: KindToolResult, ToolResult: tr})
 	}

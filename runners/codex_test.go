@@ -246,7 +246,7 @@ func TestCodexParseTranscripts(t *testing.T) {
 					if e.ToolResult.IsError {
 						state = "error"
 					}
-					results = append(results, state+" "+e.ToolResult.Content)
+					results = append(results, state+" "+e.ToolResult.Content.String())
 				case KindText:
 					texts = append(texts, e.Text)
 				}
@@ -298,13 +298,13 @@ func TestCodexParseShapes(t *testing.T) {
 	}
 	assert.Equal(t, []Kind{KindInit, KindToolUse, KindToolResult, KindToolUse, KindToolResult, KindRetry,
 		KindToolUse, KindToolResult, KindText, KindResult}, kinds)
-	assert.Equal(t, long, events[2].ToolResult.Content)
+	assert.Equal(t, long, events[2].ToolResult.Content.String())
 	assert.False(t, events[2].ToolResult.IsError)
 	assert.Equal(t, "mcp_tool_call:s/t", events[3].ToolUse.Name)
 	assert.JSONEq(t, `{"a":1}`, string(events[3].ToolUse.Input))
-	assert.Equal(t, &ToolResult{ToolUseID: "item_2", IsError: true, Content: "r"}, events[4].ToolResult)
+	assert.Equal(t, &ToolResult{ToolUseID: "item_2", IsError: true, Content: OutputOf("r")}, events[4].ToolResult)
 	assert.Equal(t, &Retry{Attempt: 1, Error: "Reconnecting... waiting for network (Connection failed: error sending request)"}, events[5].Retry)
-	assert.Equal(t, &ToolResult{ToolUseID: "item_3", IsError: true, Content: "update /w/a\ndelete /w/b"}, events[7].ToolResult)
+	assert.Equal(t, &ToolResult{ToolUseID: "item_3", IsError: true, Content: OutputOf("update /w/a\ndelete /w/b")}, events[7].ToolResult)
 	res := events[9].Result
 	assert.Equal(t, "done", res.Text)
 	assert.Equal(t, 4, res.NumTurns)
