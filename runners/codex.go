@@ -321,14 +321,17 @@ type codexItem struct {
 
 // codexStream is the state Parse keeps between lines to build the result.
 type codexStream struct {
-	model     string
-	threadID  string
-	text      sessionText
-	turns     int
-	inTurn    bool
-	started   map[string]bool // tool items whose KindToolUse was emitted
-	errors    []string        // error items and error lines, in order
-	retryLine int             // "Reconnecting..." lines seen
+	model    string
+	threadID string
+	text     sessionText
+	turns    int
+	inTurn   bool
+	// The tool items whose KindToolUse was emitted: those not completed
+	// yet, and those completed (a set that stays small: see idSet).
+	started   map[string]bool
+	completed idSet
+	errors    []string // error items and error lines, in order
+	retryLine int      // "Reconnecting..." lines seen
 	done      bool
 }
 
@@ -463,7 +466,7 @@ func codexToolItem(typ string) bool {
 
 // toolUse emits the KindToolUse of a tool item, once per item id.
 func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
-	if s.started[it.ID] {
+	if s.started[it.ID] || s.completed.has(it.ID) {
 		return
 	}
 	s.started[it.ID] = true
@@ -522,6 +525,8 @@ func (s *codexStream) itemCompleted(it *codexItem, emit func(Event)) {
 		}
 	case codexToolItem(it.Type):
 		s.toolUse(it, emit)
+		delete(s.started, it.ID)
+		s.completed.add(it.ID)
 		s.inTurn = false
 		tr := &ToolResult{ToolUseID: it.ID, IsError: it.Status != "completed"}
 		switch it.Type {
