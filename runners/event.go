@@ -221,7 +221,10 @@ func (r *Result) Own(before Usage) Usage {
 // is called; the zero Output is the empty text.
 type Output struct {
 	quoted []byte // a valid JSON string, quotes included; nil: text is the text
-	text   string
+	// uEscape says quoted holds a \u escape of a character that is not a
+	// control character (see Searchable).
+	uEscape bool
+	text    string
 }
 
 // OutputOf is the output whose text is s.
@@ -257,24 +260,10 @@ func (o Output) Searchable() []byte {
 	if o.quoted == nil {
 		return []byte(o.text)
 	}
-	inner := o.quoted[1 : len(o.quoted)-1]
-	for i := 0; ; {
-		j := bytes.Index(inner[i:], []byte(`\u`))
-		if j < 0 {
-			return inner
-		}
-		j += i
-		// An escape only if the backslash is not itself escaped: an odd
-		// run of backslashes ends at j.
-		run := 1
-		for j-run >= 0 && inner[j-run] == '\\' {
-			run++
-		}
-		if run%2 == 1 && hex4(inner[j+2:j+6]) >= 0x20 {
-			return []byte(o.String())
-		}
-		i = j + 2
+	if o.uEscape {
+		return []byte(o.String())
 	}
+	return o.quoted[1 : len(o.quoted)-1]
 }
 
 // UnmarshalJSON keeps a JSON string as it is, to be decoded by String.
@@ -283,7 +272,9 @@ func (o Output) Searchable() []byte {
 func (o *Output) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(b) > 0 && b[0] == '"':
-		*o = Output{quoted: bytes.Clone(b)}
+		s := jsonScanner{b: b}
+		_, _, uEscape, _ := s.strEscapes() // valid: encoding/json checked it
+		*o = Output{quoted: bytes.Clone(b), uEscape: uEscape}
 	case string(b) != "null":
 		*o = Output{}
 	}
@@ -298,9 +289,9 @@ func (s *jsonScanner) keepString(o *Output) bool {
 	case 'n':
 		return s.literal("null")
 	case '"':
-		raw, _, ok := s.str()
+		raw, _, uEscape, ok := s.strEscapes()
 		if ok {
-			*o = Output{quoted: bytes.Clone(raw)}
+			*o = Output{quoted: bytes.Clone(raw), uEscape: uEscape}
 		}
 		return ok
 	}

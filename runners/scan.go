@@ -110,50 +110,65 @@ func asciiRun(b []byte, i int) int {
 // quotes, and whether it holds an escape or a byte outside ASCII (then it
 // must be unquoted to be compared or kept).
 func (s *jsonScanner) str() (raw []byte, plain, ok bool) {
+	raw, plain, _, ok = s.strEscapes()
+	return raw, plain, ok
+}
+
+// strEscapes is str, and reports too whether the string holds a \u escape
+// of a character other than a control character (see Output.Searchable).
+func (s *jsonScanner) strEscapes() (raw []byte, plain, uEscape, ok bool) {
 	start := s.i
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false, false
+		return nil, false, false, false
 	}
-	s.i++
 	plain = true
 	b := s.b
+	i := asciiRun(b, s.i+1)
 	for {
-		i := asciiRun(b, s.i)
 		for i < len(b) && b[i] >= utf8.RuneSelf {
 			plain = false
 			i = asciiRun(b, i+1)
 		}
-		s.i = i
 		if i >= len(b) {
-			return nil, false, false
+			s.i = i
+			return nil, false, false, false
 		}
 		switch c := b[i]; {
 		case c == '"':
-			s.i++
-			return b[start:s.i], plain, true
+			s.i = i + 1
+			return b[start:s.i], plain, uEscape, true
 		case c == '\\':
 			plain = false
 			if i+1 >= len(b) {
-				return nil, false, false
+				s.i = i
+				return nil, false, false, false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i = i + 2
+				i += 2
 			case 'u':
-				if i+6 > len(b) {
-					return nil, false, false
+				r := u4(b, i)
+				if r < 0 {
+					s.i = i
+					return nil, false, false, false
 				}
-				for _, h := range b[i+2 : i+6] {
-					if !isHex(h) {
-						return nil, false, false
-					}
-				}
-				s.i = i + 6
+				uEscape = uEscape || r >= 0x20
+				i += 6
 			default:
-				return nil, false, false
+				s.i = i
+				return nil, false, false, false
 			}
 		default: // a control character
-			return nil, false, false
+			s.i = i
+			return nil, false, false, false
+		}
+		// The next run: escapes are dense in source code and test output,
+		// so a short run is read a byte at a time, a long one by asciiRun.
+		for j := i; i < len(b) && plainBytes[b[i]] == '1'; {
+			if i++; i-j == 8 {
+				i = asciiRun(b, i)
+				break
+			}
 		}
 	}
 }
