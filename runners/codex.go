@@ -498,7 +498,11 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 	if err != nil || len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
-	emit(Event{Kind: KindToolUse, Message: it.ID, ToolUse: &ToolUse{ID: it.ID, Name: name, Input: raw, Kind: kind}})
+	tu := &ToolUse{ID: it.ID, Name: name, Input: raw, Kind: kind}
+	if kind == ToolShell && utf8.ValidString(it.Command) {
+		tu.command, tu.commandSet = it.Command, true // what Input holds
+	}
+	emit(Event{Kind: KindToolUse, Message: it.ID, ToolUse: tu})
 }
 
 // jsonObject is {"key":value} as json.Marshal writes a map of one key

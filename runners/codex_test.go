@@ -475,7 +475,10 @@ func FuzzCodexToolInput(f *testing.F) {
 			key := map[string]string{CodexToolCommand: "command", CodexToolWebSearch: "query"}[typ]
 			want, err := json.Marshal(map[string]any{key: v})
 			require.NoError(t, err)
-			require.Equal(t, string(want), string(codexToolInput(t, &codexItem{ID: "i", Type: typ, Command: v, Query: v})), "%s %q", typ, v)
+			tu := codexToolUse(t, &codexItem{ID: "i", Type: typ, Command: v, Query: v})
+			require.Equal(t, string(want), string(tu.Input), "%s %q", typ, v)
+			// The command the call keeps is the one its input holds.
+			require.Equal(t, (&ToolUse{Input: tu.Input, Kind: tu.Kind}).Command(), tu.Command(), "%s %q", typ, v)
 		}
 	})
 }
@@ -483,9 +486,16 @@ func FuzzCodexToolInput(f *testing.F) {
 // codexToolInput is the Input of the tool call an item starts.
 func codexToolInput(t *testing.T, it *codexItem) json.RawMessage {
 	t.Helper()
+	return codexToolUse(t, it).Input
+}
+
+// codexToolUse is the tool call an item starts.
+func codexToolUse(t *testing.T, it *codexItem) *ToolUse {
+	t.Helper()
 	s := codexStream{started: map[string]bool{}}
-	var input json.RawMessage
-	s.toolUse(it, func(e Event) { input = e.ToolUse.Input })
-	require.NotNil(t, input)
-	return input
+	var tu *ToolUse
+	s.toolUse(it, func(e Event) { tu = e.ToolUse })
+	require.NotNil(t, tu)
+	require.NotNil(t, tu.Input)
+	return tu
 }

@@ -57,6 +57,10 @@ type ToolUse struct {
 	Input json.RawMessage
 	// Kind is what the call does, as the CLI's parser knows its tools.
 	Kind ToolKind
+	// command is a shell call's command when its parser knew it without
+	// Input (commandSet): Command need not read Input again.
+	command    string
+	commandSet bool
 }
 
 // ToolKind is what a tool call does, whatever the CLI calls the tool.
@@ -90,6 +94,9 @@ type toolChange struct {
 func (t *ToolUse) Command() string {
 	if t.Kind != ToolShell {
 		return ""
+	}
+	if t.commandSet {
+		return t.command
 	}
 	in, ok := toolInputOf(t.Input)
 	if !ok {
