@@ -1,6 +1,7 @@
 package runners
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -486,12 +487,12 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 		raw, kind = jsonObject("command", it.Command), ToolShell
 	case CodexToolFileChange:
 		kind = ToolEdit
-		if raw, err = json.Marshal(it.Changes); err == nil {
+		if raw, err = marshalRaw(it.Changes); err == nil {
 			raw = append(append([]byte(`{"changes":`), raw...), '}')
 		}
 	case CodexToolMCP:
 		name = CodexToolMCP + ":" + it.Server + "/" + it.Tool
-		raw, err = json.Marshal(it.Arguments)
+		raw, err = marshalRaw(it.Arguments)
 	case CodexToolWebSearch:
 		raw = jsonObject("query", it.Query)
 	}
@@ -503,6 +504,27 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 		tu.command, tu.commandSet = it.Command, true // what Input holds
 	}
 	emit(Event{Kind: KindToolUse, Message: it.ID, ToolUse: tu})
+}
+
+// marshalRaw is json.Marshal(m): m as it is when that is what Marshal
+// writes (valid JSON without whitespace, and without a character Marshal
+// escapes for HTML: <, >, &, U+2028, U+2029), without Marshal's second
+// pass over it; a stream holds thousands of calls.
+func marshalRaw(m json.RawMessage) ([]byte, error) {
+	if m == nil {
+		return []byte("null"), nil
+	}
+	for _, c := range m {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xe2: // 0xe2 starts U+2028 and U+2029
+			return json.Marshal(m)
+		}
+	}
+	s := jsonScanner{b: m}
+	if !s.skip() || s.i != len(m) {
+		return json.Marshal(m)
+	}
+	return bytes.Clone(m), nil
 }
 
 // jsonObject is {"key":value} as json.Marshal writes a map of one key

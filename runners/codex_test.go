@@ -499,3 +499,20 @@ func codexToolUse(t *testing.T, it *codexItem) *ToolUse {
 	require.NotNil(t, tu.Input)
 	return tu
 }
+
+// FuzzMarshalRaw: marshalRaw writes what json.Marshal writes of a raw
+// message, and fails where it fails.
+func FuzzMarshalRaw(f *testing.F) {
+	for _, s := range []string{"", "null", `[{"path":"/w/a","kind":"add"}]`, `{"a": 1}`, `{"a":"<b>"}`, "\"\u2028\"", `[1,2`, `{"a":1e999}`, "\"\xff\"", `{"a":"\t"}`, `[[[[[[]]]]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, m := range []json.RawMessage{b, nil} {
+			want, wantErr := json.Marshal(m)
+			got, err := marshalRaw(m)
+			if (err != nil) != (wantErr != nil) || string(got) != string(want) {
+				t.Fatalf("marshalRaw(%q) = %q, %v; json.Marshal: %q, %v", m, got, err, want, wantErr)
+			}
+		}
+	})
+}
