@@ -258,9 +258,10 @@ func (o Output) IsEmpty() bool {
 // Searchable is the text's bytes as they are kept, for a search that
 // need not decode it: inside the JSON string, escapes undecoded, unless
 // the CLI escaped a character that JSON need not escape as \uXXXX (then
-// the text decoded). A phrase without a character JSON escapes (a
-// control character, the quote, the backslash) is in Searchable wherever
-// it is in the text; Searchable may hold it where the text does not (the
+// the text decoded). A phrase without a character JSON may write as a
+// two-character escape (a control character, the quote, the backslash,
+// the slash) is in Searchable wherever it is in the text; Searchable may
+// hold it where the text does not (the
 // n of an escaped line break may start a word), so a match is confirmed
 // on String. The bytes must not be changed.
 func (o Output) Searchable() []byte {
