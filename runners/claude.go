@@ -204,7 +204,8 @@ type claudeLine struct {
 // claudeMessage is the API message carried by an assistant or user line.
 // Its content blocks are decoded with the line, in the same pass: a content
 // that is a plain string (a replayed user prompt) is a type mismatch that
-// leaves Content empty, and decode still counts the line as decoded.
+// leaves Content empty, and decode still counts the line as decoded. A
+// block's own content is kept as JSON (see claudeToolResultText).
 type claudeMessage struct {
 	ID      string        `json:"id"`
 	Model   string        `json:"model"`
@@ -236,11 +237,11 @@ type claudeBlock struct {
 	ID    string          `json:"id"`
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`
-	// tool_result: a string, or an array of blocks (decoded as []any and
-	// map[string]any, in the line's one pass; see claudeToolResultText)
-	ToolUseID string `json:"tool_use_id"`
-	IsError   bool   `json:"is_error"`
-	Content   any    `json:"content"`
+	// tool_result: a string, or an array of blocks (see
+	// claudeToolResultText)
+	ToolUseID string          `json:"tool_use_id"`
+	IsError   bool            `json:"is_error"`
+	Content   json.RawMessage `json:"content"`
 }
 
 // Parse reads claude's stream-json output (-p --output-format stream-json
@@ -268,9 +269,9 @@ type claudeBlock struct {
 //
 // User and assistant lines (tool calls and their results: most of the
 // bytes) are read by a fast path (see claudeFastLine) that gives the same
-// events as encoding/json. A tool_result's text is decoded only when its
+// events as encoding/json. A tool_result's text is kept only when its
 // call is a Bash call, one the stream did not show, or one that failed
-// (ToolResult.Content).
+// (ToolResult.Content), and decoded only when asked (Output).
 func (c *Claude) Parse(r io.Reader, emit func(Event)) error {
 	return c.parse(r, emit, true)
 }
@@ -283,7 +284,7 @@ func (c *Claude) parse(r io.Reader, out func(Event), fast bool) error {
 	var events []Event // the fast path's, reused
 	var scratch []byte // the fast path's decoding buffer, reused
 	// The calls in flight, each true when it is a shell (Bash) call: the
-	// text of another tool's result is not decoded (see Parse).
+	// text of another tool's result is not kept (see Parse).
 	calls := map[string]bool{}
 	skip := func(id string) bool {
 		shell, known := calls[id]
@@ -404,12 +405,27 @@ func claudeBlocks(m *claudeMessage) []claudeBlock {
 	return m.Content
 }
 
-// claudeToolResultText returns a tool_result's content, as decoded into an
-// any: either a string, or an array of blocks whose text blocks are joined
-// with newlines (keys matched without regard to case, as encoding/json
-// matches struct fields; a text that is not a string counts as empty).
-// Anything else has no text.
-func claudeToolResultText(content any) string {
+// claudeToolResultText returns a tool_result's content (JSON): either a
+// string, kept as it is (see Output), or an array of blocks, decoded into
+// an any, whose text blocks are joined with newlines (keys matched without
+// regard to case, as encoding/json matches struct fields; a text that is
+// not a string counts as empty). Anything else has no text.
+func claudeToolResultText(raw json.RawMessage) Output {
+	var out Output
+	if len(raw) > 0 && raw[0] == '"' {
+		_ = out.UnmarshalJSON(raw) // never fails
+		return out
+	}
+	var content any
+	if json.Unmarshal(raw, &content) != nil {
+		return out
+	}
+	return OutputOf(claudeBlocksText(content))
+}
+
+// claudeBlocksText is the text of a tool_result's content decoded into an
+// any, as claudeToolResultText reads it.
+func claudeBlocksText(content any) string {
 	switch c := content.(type) {
 	case string:
 		return c

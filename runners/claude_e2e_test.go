@@ -184,7 +184,7 @@ func TestClaudeAcceptEditsWritesButDeniesTheCommit(t *testing.T) {
 	results := r.toolResults()
 	assert.False(t, results["toolu_01"].IsError)
 	assert.True(t, results["toolu_02"].IsError)
-	assert.Contains(t, results["toolu_02"].Content, "git add -A")
+	assert.Contains(t, results["toolu_02"].Content.String(), "git add -A")
 
 	require.NotNil(t, r.result)
 	assert.Equal(t, "success", r.result.Subtype, "a denial does not change the subtype")
@@ -206,8 +206,8 @@ func TestClaudeAllowedGitCommits(t *testing.T) {
 	assert.Equal(t, 0, r.code)
 	assert.Equal(t, "msg", testenv.Git(t, e.repo, "log", "-1", "--format=%s"))
 	results := r.toolResults()
-	assert.False(t, results["toolu_02"].IsError, results["toolu_02"].Content)
-	assert.Contains(t, results["toolu_02"].Content, "1 file changed")
+	assert.False(t, results["toolu_02"].IsError, results["toolu_02"].Content.String())
+	assert.Contains(t, results["toolu_02"].Content.String(), "1 file changed")
 	require.NotNil(t, r.result)
 	assert.Empty(t, r.result.Denials)
 	assert.Equal(t, "FINAL: committed.", r.result.Text)
@@ -445,8 +445,8 @@ func TestClaudeOnItsOwnMovesALongCommandToTheBackground(t *testing.T) {
 	results := r.toolResults()
 	require.Contains(t, results, "b1")
 	assert.False(t, results["b1"].IsError)
-	assert.Contains(t, results["b1"].Content, "Command did not complete within its 5s timeout and was moved to the background")
-	assert.NotContains(t, results["b1"].Content, "finished")
+	assert.Contains(t, results["b1"].Content.String(), "Command did not complete within its 5s timeout and was moved to the background")
+	assert.NotContains(t, results["b1"].Content.String(), "finished")
 
 	// # two turns, two result lines; the parser's result is the last one
 	assert.Equal(t, 2, resultLines(t, r.stdout))

@@ -195,10 +195,10 @@ func TestClaudeParseAcceptEditsDenial(t *testing.T) {
 	results := ofKind(events, KindToolResult)
 	assert.Equal(t, "toolu_01", results[0].ToolResult.ToolUseID)
 	assert.False(t, results[0].ToolResult.IsError)
-	assert.Empty(t, results[0].ToolResult.Content, "the text of a Write's result is not decoded: only a shell call's is read")
+	assert.Empty(t, results[0].ToolResult.Content.String(), "the text of a Write's result is not decoded: only a shell call's is read")
 	assert.Equal(t, "toolu_02", results[1].ToolResult.ToolUseID)
 	assert.True(t, results[1].ToolResult.IsError)
-	assert.Contains(t, results[1].ToolResult.Content, "require approval: git add -A, git commit -m msg")
+	assert.Contains(t, results[1].ToolResult.Content.String(), "require approval: git add -A, git commit -m msg")
 	assert.Empty(t, results[1].ToolResult.ErrorType)
 
 	res := onlyResult(t, events)
@@ -391,7 +391,7 @@ func TestClaudeParseShapes(t *testing.T) {
 	require.NoError(t, (&Claude{}).Parse(strings.NewReader(stream), func(e Event) { events = append(events, e) }))
 	require.Len(t, events, 4)
 	assert.Equal(t, Event{Kind: KindText, Text: "hi"}, events[0])
-	assert.Equal(t, &ToolResult{ToolUseID: "t1", Content: "one\ntwo"}, events[1].ToolResult)
+	assert.Equal(t, &ToolResult{ToolUseID: "t1", Content: OutputOf("one\ntwo")}, events[1].ToolResult)
 	assert.Equal(t, &Retry{Attempt: 1, MaxRetries: 10, Error: "unknown"}, events[2].Retry)
 	assert.Equal(t, &Result{
 		Subtype:      "error_during_execution",

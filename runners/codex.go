@@ -1,6 +1,7 @@
 package runners
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -302,7 +303,7 @@ type codexItem struct {
 	Text string `json:"text"`
 	// command_execution
 	Command          string `json:"command"`
-	AggregatedOutput string `json:"aggregated_output"`
+	AggregatedOutput Output `json:"aggregated_output"`
 	ExitCode         *int   `json:"exit_code"`
 	// command_execution, file_change, mcp_tool_call
 	Status string `json:"status"`
@@ -321,14 +322,17 @@ type codexItem struct {
 
 // codexStream is the state Parse keeps between lines to build the result.
 type codexStream struct {
-	model     string
-	threadID  string
-	text      sessionText
-	turns     int
-	inTurn    bool
-	started   map[string]bool // tool items whose KindToolUse was emitted
-	errors    []string        // error items and error lines, in order
-	retryLine int             // "Reconnecting..." lines seen
+	model    string
+	threadID string
+	text     sessionText
+	turns    int
+	inTurn   bool
+	// The tool items whose KindToolUse was emitted: those not completed
+	// yet, and those completed (a set that stays small: see idSet).
+	started   map[string]bool
+	completed idSet
+	errors    []string // error items and error lines, in order
+	retryLine int      // "Reconnecting..." lines seen
 	done      bool
 }
 
@@ -463,7 +467,7 @@ func codexToolItem(typ string) bool {
 
 // toolUse emits the KindToolUse of a tool item, once per item id.
 func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
-	if s.started[it.ID] {
+	if s.started[it.ID] || s.completed.has(it.ID) {
 		return
 	}
 	s.started[it.ID] = true
@@ -483,19 +487,44 @@ func (s *codexStream) toolUse(it *codexItem, emit func(Event)) {
 		raw, kind = jsonObject("command", it.Command), ToolShell
 	case CodexToolFileChange:
 		kind = ToolEdit
-		if raw, err = json.Marshal(it.Changes); err == nil {
+		if raw, err = marshalRaw(it.Changes); err == nil {
 			raw = append(append([]byte(`{"changes":`), raw...), '}')
 		}
 	case CodexToolMCP:
 		name = CodexToolMCP + ":" + it.Server + "/" + it.Tool
-		raw, err = json.Marshal(it.Arguments)
+		raw, err = marshalRaw(it.Arguments)
 	case CodexToolWebSearch:
 		raw = jsonObject("query", it.Query)
 	}
 	if err != nil || len(raw) == 0 || string(raw) == "null" {
 		raw = []byte("{}")
 	}
-	emit(Event{Kind: KindToolUse, Message: it.ID, ToolUse: &ToolUse{ID: it.ID, Name: name, Input: raw, Kind: kind}})
+	tu := &ToolUse{ID: it.ID, Name: name, Input: raw, Kind: kind}
+	if kind == ToolShell && utf8.ValidString(it.Command) {
+		tu.command, tu.commandSet = it.Command, true // what Input holds
+	}
+	emit(Event{Kind: KindToolUse, Message: it.ID, ToolUse: tu})
+}
+
+// marshalRaw is json.Marshal(m): m as it is when that is what Marshal
+// writes (valid JSON without whitespace, and without a character Marshal
+// escapes for HTML: <, >, &, U+2028, U+2029), without Marshal's second
+// pass over it; a stream holds thousands of calls.
+func marshalRaw(m json.RawMessage) ([]byte, error) {
+	if m == nil {
+		return []byte("null"), nil
+	}
+	for _, c := range m {
+		switch c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xe2: // 0xe2 starts U+2028 and U+2029
+			return json.Marshal(m)
+		}
+	}
+	s := jsonScanner{b: m}
+	if !s.skip() || s.i != len(m) {
+		return json.Marshal(m)
+	}
+	return bytes.Clone(m), nil
 }
 
 // jsonObject is {"key":value} as json.Marshal writes a map of one key
@@ -522,6 +551,8 @@ func (s *codexStream) itemCompleted(it *codexItem, emit func(Event)) {
 		}
 	case codexToolItem(it.Type):
 		s.toolUse(it, emit)
+		delete(s.started, it.ID)
+		s.completed.add(it.ID)
 		s.inTurn = false
 		tr := &ToolResult{ToolUseID: it.ID, IsError: it.Status != "completed"}
 		switch it.Type {
@@ -531,9 +562,9 @@ func (s *codexStream) itemCompleted(it *codexItem, emit func(Event)) {
 				tr.IsError = true
 			}
 		case CodexToolFileChange:
-			tr.Content = codexChanges(it.Changes)
+			tr.Content = OutputOf(codexChanges(it.Changes))
 		case CodexToolMCP:
-			tr.Content = rawString(it.Result)
+			tr.Content = OutputOf(rawString(it.Result))
 		}
 		emit(Event{Kind: KindToolResult, ToolResult: tr})
 	}

@@ -179,12 +179,12 @@ func TestCodexCoderRunsACommandAndWritesAFileWithApplyPatch(t *testing.T) {
 	}, uses)
 	require.Len(t, results, 3)
 	for _, tr := range results {
-		assert.False(t, tr.IsError, tr.Content)
+		assert.False(t, tr.IsError, tr.Content.String())
 	}
 	// # the commands saw the environment without the key and secrets
-	assert.Equal(t, "README.md\nkey=[] plain=[plain] tokens=0\n", results[0].Content)
-	assert.Equal(t, "add "+s.repo+"/hello.txt", results[1].Content)
-	assert.Equal(t, "hello from codex\n", results[2].Content)
+	assert.Equal(t, "README.md\nkey=[] plain=[plain] tokens=0\n", results[0].Content.String())
+	assert.Equal(t, "add "+s.repo+"/hello.txt", results[1].Content.String())
+	assert.Equal(t, "hello from codex\n", results[2].Content.String())
 
 	// # the model saw the command's output and the patch's success
 	assert.Contains(t, toolResultSeen(t, s.srv, "call_patch").Content, "Success. Updated the following files:\nA hello.txt")

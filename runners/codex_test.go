@@ -246,7 +246,7 @@ func TestCodexParseTranscripts(t *testing.T) {
 					if e.ToolResult.IsError {
 						state = "error"
 					}
-					results = append(results, state+" "+e.ToolResult.Content)
+					results = append(results, state+" "+e.ToolResult.Content.String())
 				case KindText:
 					texts = append(texts, e.Text)
 				}
@@ -298,13 +298,13 @@ func TestCodexParseShapes(t *testing.T) {
 	}
 	assert.Equal(t, []Kind{KindInit, KindToolUse, KindToolResult, KindToolUse, KindToolResult, KindRetry,
 		KindToolUse, KindToolResult, KindText, KindResult}, kinds)
-	assert.Equal(t, long, events[2].ToolResult.Content)
+	assert.Equal(t, long, events[2].ToolResult.Content.String())
 	assert.False(t, events[2].ToolResult.IsError)
 	assert.Equal(t, "mcp_tool_call:s/t", events[3].ToolUse.Name)
 	assert.JSONEq(t, `{"a":1}`, string(events[3].ToolUse.Input))
-	assert.Equal(t, &ToolResult{ToolUseID: "item_2", IsError: true, Content: "r"}, events[4].ToolResult)
+	assert.Equal(t, &ToolResult{ToolUseID: "item_2", IsError: true, Content: OutputOf("r")}, events[4].ToolResult)
 	assert.Equal(t, &Retry{Attempt: 1, Error: "Reconnecting... waiting for network (Connection failed: error sending request)"}, events[5].Retry)
-	assert.Equal(t, &ToolResult{ToolUseID: "item_3", IsError: true, Content: "update /w/a\ndelete /w/b"}, events[7].ToolResult)
+	assert.Equal(t, &ToolResult{ToolUseID: "item_3", IsError: true, Content: OutputOf("update /w/a\ndelete /w/b")}, events[7].ToolResult)
 	res := events[9].Result
 	assert.Equal(t, "done", res.Text)
 	assert.Equal(t, 4, res.NumTurns)
@@ -475,7 +475,10 @@ func FuzzCodexToolInput(f *testing.F) {
 			key := map[string]string{CodexToolCommand: "command", CodexToolWebSearch: "query"}[typ]
 			want, err := json.Marshal(map[string]any{key: v})
 			require.NoError(t, err)
-			require.Equal(t, string(want), string(codexToolInput(t, &codexItem{ID: "i", Type: typ, Command: v, Query: v})), "%s %q", typ, v)
+			tu := codexToolUse(t, &codexItem{ID: "i", Type: typ, Command: v, Query: v})
+			require.Equal(t, string(want), string(tu.Input), "%s %q", typ, v)
+			// The command the call keeps is the one its input holds.
+			require.Equal(t, (&ToolUse{Input: tu.Input, Kind: tu.Kind}).Command(), tu.Command(), "%s %q", typ, v)
 		}
 	})
 }
@@ -483,9 +486,33 @@ func FuzzCodexToolInput(f *testing.F) {
 // codexToolInput is the Input of the tool call an item starts.
 func codexToolInput(t *testing.T, it *codexItem) json.RawMessage {
 	t.Helper()
+	return codexToolUse(t, it).Input
+}
+
+// codexToolUse is the tool call an item starts.
+func codexToolUse(t *testing.T, it *codexItem) *ToolUse {
+	t.Helper()
 	s := codexStream{started: map[string]bool{}}
-	var input json.RawMessage
-	s.toolUse(it, func(e Event) { input = e.ToolUse.Input })
-	require.NotNil(t, input)
-	return input
+	var tu *ToolUse
+	s.toolUse(it, func(e Event) { tu = e.ToolUse })
+	require.NotNil(t, tu)
+	require.NotNil(t, tu.Input)
+	return tu
+}
+
+// FuzzMarshalRaw: marshalRaw writes what json.Marshal writes of a raw
+// message, and fails where it fails.
+func FuzzMarshalRaw(f *testing.F) {
+	for _, s := range []string{"", "null", `[{"path":"/w/a","kind":"add"}]`, `{"a": 1}`, `{"a":"<b>"}`, "\"\u2028\"", `[1,2`, `{"a":1e999}`, "\"\xff\"", `{"a":"\t"}`, `[[[[[[]]]]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, m := range []json.RawMessage{b, nil} {
+			want, wantErr := json.Marshal(m)
+			got, err := marshalRaw(m)
+			if (err != nil) != (wantErr != nil) || string(got) != string(want) {
+				t.Fatalf("marshalRaw(%q) = %q, %v; json.Marshal: %q, %v", m, got, err, want, wantErr)
+			}
+		}
+	})
 }

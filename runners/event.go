@@ -3,7 +3,10 @@
 // spawn's own event model. It starts no process itself; the watcher does.
 package runners
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Kind names one type of Event.
 type Kind string
@@ -54,6 +57,10 @@ type ToolUse struct {
 	Input json.RawMessage
 	// Kind is what the call does, as the CLI's parser knows its tools.
 	Kind ToolKind
+	// command is a shell call's command when its parser knew it without
+	// Input (commandSet): Command need not read Input again.
+	command    string
+	commandSet bool
 }
 
 // ToolKind is what a tool call does, whatever the CLI calls the tool.
@@ -87,6 +94,9 @@ type toolChange struct {
 func (t *ToolUse) Command() string {
 	if t.Kind != ToolShell {
 		return ""
+	}
+	if t.commandSet {
+		return t.command
 	}
 	in, ok := toolInputOf(t.Input)
 	if !ok {
@@ -122,12 +132,13 @@ func (t *ToolUse) Files() []string {
 type ToolResult struct {
 	ToolUseID string
 	IsError   bool
-	// Content is the result's text. Claude's parser leaves it empty for
-	// the result of a call its stream showed to be of a tool other than
-	// Bash, unless the call failed: spawn reads a shell command's output
-	// (a test run's) and the reason a call failed (a sandbox's refusal),
-	// never another tool's output, which is most of a stream's bytes.
-	Content string
+	// Content is the result's text, decoded when asked (see Output).
+	// Claude's parser leaves it empty for the result of a call its stream
+	// showed to be of a tool other than Bash, unless the call failed:
+	// spawn reads a shell command's output (a test run's) and the reason a
+	// call failed (a sandbox's refusal), never another tool's output,
+	// which is most of a stream's bytes.
+	Content Output
 	// ErrorType is gemini's error.type for a failed call: "policy_violation",
 	// "tool_not_registered", "invalid_tool_params"... Empty for claude.
 	ErrorType string
@@ -208,4 +219,89 @@ func (r *Result) Own(before Usage) Usage {
 		OutputTokens: u.OutputTokens - before.OutputTokens,
 		CostUSD:      u.CostUSD - before.CostUSD,
 	}
+}
+
+// Output is a tool result's text. The CLIs write it as a JSON string,
+// and the parsers keep that string as the CLI wrote it (validated, not
+// decoded): tool output is most of a stream's bytes, and spawn reads
+// little of it. String decodes it, as encoding/json would, each time it
+// is called; the zero Output is the empty text.
+type Output struct {
+	quoted []byte // a valid JSON string, quotes included; nil: text is the text
+	// uEscape says quoted holds a \u escape of a character that is not a
+	// control character (see Searchable).
+	uEscape bool
+	text    string
+}
+
+// OutputOf is the output whose text is s.
+func OutputOf(s string) Output { return Output{text: s} }
+
+// String is the text, decoded.
+func (o Output) String() string {
+	if o.quoted == nil {
+		return o.text
+	}
+	s := jsonScanner{b: o.quoted}
+	text, _ := s.strValue() // valid: checked when it was kept
+	return text
+}
+
+// IsEmpty reports whether the text is "".
+func (o Output) IsEmpty() bool {
+	if o.quoted == nil {
+		return o.text == ""
+	}
+	return len(o.quoted) == 2
+}
+
+// Searchable is the text's bytes as they are kept, for a search that
+// need not decode it: inside the JSON string, escapes undecoded, unless
+// the CLI escaped a character that JSON need not escape as \uXXXX (then
+// the text decoded). A phrase without a character JSON may write as a
+// two-character escape (a control character, the quote, the backslash,
+// the slash) is in Searchable wherever it is in the text; Searchable may
+// hold it where the text does not (the
+// n of an escaped line break may start a word), so a match is confirmed
+// on String. The bytes must not be changed.
+func (o Output) Searchable() []byte {
+	if o.quoted == nil {
+		return []byte(o.text)
+	}
+	if o.uEscape {
+		return []byte(o.String())
+	}
+	return o.quoted[1 : len(o.quoted)-1]
+}
+
+// UnmarshalJSON keeps a JSON string as it is, to be decoded by String.
+// null leaves o as it is, as it leaves a string; another value leaves it
+// empty.
+func (o *Output) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		s := jsonScanner{b: b}
+		_, _, uEscape, _ := s.strEscapes() // valid: encoding/json checked it
+		*o = Output{quoted: bytes.Clone(b), uEscape: uEscape}
+	case string(b) != "null":
+		*o = Output{}
+	}
+	return nil
+}
+
+// keepString reads the JSON string at s.i into *o, as it is, or null,
+// which leaves *o as it is; any other value declines. The string is
+// validated, not decoded, and copied: the line is the reader's.
+func (s *jsonScanner) keepString(o *Output) bool {
+	switch s.peek() {
+	case 'n':
+		return s.literal("null")
+	case '"':
+		raw, _, uEscape, ok := s.strEscapes()
+		if ok {
+			*o = Output{quoted: bytes.Clone(raw), uEscape: uEscape}
+		}
+		return ok
+	}
+	return false
 }

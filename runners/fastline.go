@@ -70,6 +70,8 @@ func (s *jsonScanner) codexItem(it *codexItem) bool {
 		switch i {
 		case 1:
 			return s.knownOrNull(&it.Type, CodexToolCommand, CodexToolFileChange, "agent_message", "reasoning")
+		case 4:
+			return s.keepString(&it.AggregatedOutput)
 		case 5:
 			return s.intPtr(&it.ExitCode)
 		case 6:
@@ -81,7 +83,7 @@ func (s *jsonScanner) codexItem(it *codexItem) bool {
 		case 11:
 			return s.raw(&it.Result)
 		}
-		return s.stringOrNull([...]*string{0: &it.ID, 2: &it.Text, 3: &it.Command, 4: &it.AggregatedOutput,
+		return s.stringOrNull([...]*string{0: &it.ID, 2: &it.Text, 3: &it.Command,
 			8: &it.Server, 9: &it.Tool, 12: &it.Message, 13: &it.Query}[i])
 	})
 }
@@ -112,6 +114,8 @@ func geminiFastLine(line []byte, l *geminiLine, scratch *[]byte) bool {
 			return s.raw(&l.Parameters)
 		case 8:
 			return s.knownOrNull(&l.Status, "success", "error")
+		case 9:
+			return s.keepString(&l.Output)
 		case 10:
 			switch s.peek() {
 			case 'n':
@@ -132,7 +136,7 @@ func geminiFastLine(line []byte, l *geminiLine, scratch *[]byte) bool {
 			return false
 		}
 		return s.stringOrNull([...]*string{1: &l.SessionID, 2: &l.Model, 4: &l.Content,
-			5: &l.ToolName, 6: &l.ToolID, 9: &l.Output, 11: &l.Severity, 12: &l.Message}[i])
+			5: &l.ToolName, 6: &l.ToolID, 11: &l.Severity, 12: &l.Message}[i])
 	})
 	s.ws()
 	return ok && s.i == len(s.b)

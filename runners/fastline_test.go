@@ -41,7 +41,7 @@ func dumpAll(events []Event) []string {
 		case e.ToolUse != nil:
 			s += " " + e.ToolUse.ID + " " + e.ToolUse.Name + " " + string(e.ToolUse.Input) + " " + string(e.ToolUse.Kind)
 		case e.ToolResult != nil:
-			s += " " + e.ToolResult.ToolUseID + " " + e.ToolResult.Content + " " + e.ToolResult.ErrorType
+			s += " " + e.ToolResult.ToolUseID + " " + e.ToolResult.Content.String() + " " + e.ToolResult.ErrorType
 		case e.Result != nil:
 			s += " " + e.Result.Subtype + " " + e.Result.Text + " " + e.Result.ErrorMessage
 		}

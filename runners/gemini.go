@@ -125,7 +125,7 @@ type geminiLine struct {
 
 	// tool_result (also ToolID), result
 	Status string       `json:"status"`
-	Output string       `json:"output"`
+	Output Output       `json:"output"`
 	Error  *geminiError `json:"error"`
 
 	// error
@@ -236,8 +236,8 @@ func (s *geminiStream) line(l *geminiLine, emit func(Event)) {
 		tr := &ToolResult{ToolUseID: l.ToolID, IsError: l.Status == "error", Content: l.Output}
 		if l.Error != nil {
 			tr.ErrorType = l.Error.Type
-			if tr.Content == "" {
-				tr.Content = l.Error.Message
+			if tr.Content.IsEmpty() {
+				tr.Content = OutputOf(l.Error.Message)
 			}
 		}
 		emit(Event{Kind: KindToolResult, ToolResult: tr})

@@ -126,7 +126,7 @@ func TestGeminiParseDefaultModeToolErrors(t *testing.T) {
 		assert.Equal(t, uses[i].ToolUse.ID, tr.ToolUseID)
 		assert.True(t, tr.IsError)
 		assert.Equal(t, "tool_not_registered", tr.ErrorType)
-		assert.True(t, strings.HasPrefix(tr.Content, `Tool "`+name+`" not found.`), tr.Content)
+		assert.True(t, strings.HasPrefix(tr.Content.String(), `Tool "`+name+`" not found.`), tr.Content.String())
 	}
 
 	res := onlyResult(t, events)

@@ -110,50 +110,65 @@ func asciiRun(b []byte, i int) int {
 // quotes, and whether it holds an escape or a byte outside ASCII (then it
 // must be unquoted to be compared or kept).
 func (s *jsonScanner) str() (raw []byte, plain, ok bool) {
+	raw, plain, _, ok = s.strEscapes()
+	return raw, plain, ok
+}
+
+// strEscapes is str, and reports too whether the string holds a \u escape
+// of a character other than a control character (see Output.Searchable).
+func (s *jsonScanner) strEscapes() (raw []byte, plain, uEscape, ok bool) {
 	start := s.i
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, false, false
+		return nil, false, false, false
 	}
-	s.i++
 	plain = true
 	b := s.b
+	i := asciiRun(b, s.i+1)
 	for {
-		i := asciiRun(b, s.i)
 		for i < len(b) && b[i] >= utf8.RuneSelf {
 			plain = false
 			i = asciiRun(b, i+1)
 		}
-		s.i = i
 		if i >= len(b) {
-			return nil, false, false
+			s.i = i
+			return nil, false, false, false
 		}
 		switch c := b[i]; {
 		case c == '"':
-			s.i++
-			return b[start:s.i], plain, true
+			s.i = i + 1
+			return b[start:s.i], plain, uEscape, true
 		case c == '\\':
 			plain = false
 			if i+1 >= len(b) {
-				return nil, false, false
+				s.i = i
+				return nil, false, false, false
 			}
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i = i + 2
+				i += 2
 			case 'u':
-				if i+6 > len(b) {
-					return nil, false, false
+				r := u4(b, i)
+				if r < 0 {
+					s.i = i
+					return nil, false, false, false
 				}
-				for _, h := range b[i+2 : i+6] {
-					if !isHex(h) {
-						return nil, false, false
-					}
-				}
-				s.i = i + 6
+				uEscape = uEscape || r >= 0x20
+				i += 6
 			default:
-				return nil, false, false
+				s.i = i
+				return nil, false, false, false
 			}
 		default: // a control character
-			return nil, false, false
+			s.i = i
+			return nil, false, false, false
+		}
+		// The next run: escapes are dense in source code and test output,
+		// so a short run is read a byte at a time, a long one by asciiRun.
+		for j := i; i < len(b) && plainBytes[b[i]] == '1'; {
+			if i++; i-j == 8 {
+				i = asciiRun(b, i)
+				break
+			}
 		}
 	}
 }
@@ -590,7 +605,7 @@ func u4(b []byte, i int) rune {
 // after (claude writes the type first; a re-encoded stream may sort the
 // keys): every field a user or an assistant message may need is read, and
 // the type picks the events at the end. The text of a tool_result whose
-// call skip names is not decoded (see Claude.Parse).
+// call skip names is not read (see Claude.Parse).
 func claudeFastLine(line []byte, buf []Event, skip func(id string) bool, scratch *[]byte) (events []Event, handled bool) {
 	s := jsonScanner{b: line, scratch: scratch}
 	var kind string // "user", "assistant" or "system" once the type is read
@@ -645,7 +660,7 @@ type fastMessage struct {
 	id     string
 	usage  *Usage
 	blocks []fastBlock
-	// skip is Claude.Parse's: the calls whose result text is not decoded.
+	// skip is Claude.Parse's: the calls whose result text is not read.
 	skip func(id string) bool
 	// scratch is the line's scanner's (see jsonScanner).
 	scratch *[]byte
@@ -657,15 +672,15 @@ type fastBlock struct {
 	toolUse   ToolUse
 	result    ToolResult
 	// content is a tool_result's content as the line holds it, JSON,
-	// decoded into result.Content by events when it is wanted, or by
-	// block already (decoded): a string content whose call's id came
+	// read into result.Content by events when it is wanted, or by
+	// block already (decoded true): a string content whose call's id came
 	// before it, and whose call skip does not name.
 	content []byte
 	decoded bool
 }
 
 // events appends the events of a line of kind ("user" or "assistant") to
-// events, as Parse makes them from claudeLine, decoding the text of each
+// events, as Parse makes them from claudeLine, reading the text of each
 // tool_result whose call skip does not name, or that failed. handled is false when a
 // text must go to the full decoder.
 func (m *fastMessage) events(kind string, events []Event, skip func(id string) bool) (_ []Event, handled bool) {
@@ -764,15 +779,14 @@ func (s *jsonScanner) block(b *fastBlock, skip func(id string) bool) bool {
 			start := s.i
 			if haveID && s.peek() == '"' && !skip(b.result.ToolUseID) {
 				// Wanted whatever else the block says (see events):
-				// checked and decoded in one pass.
-				var ok bool
-				if b.result.Content, ok = s.strValue(); !ok {
+				// checked and kept.
+				if !s.keepString(&b.result.Content) {
 					return false
 				}
 				b.content, b.decoded = s.b[start:s.i], true
 				return true
 			}
-			// Checked as JSON now, decoded only if wanted (events).
+			// Checked as JSON now, read only if wanted (events).
 			if !s.skip() {
 				return false
 			}
@@ -783,12 +797,13 @@ func (s *jsonScanner) block(b *fastBlock, skip func(id string) bool) bool {
 }
 
 // toolResultText reads a tool_result's content as claudeToolResultText
-// reads it: a string, or the text blocks of an array joined with newlines;
-// any other value has no text.
-func (s *jsonScanner) toolResultText() (string, bool) {
+// reads it: a string, kept as it is, or the text blocks of an array
+// joined with newlines; any other value has no text.
+func (s *jsonScanner) toolResultText() (Output, bool) {
 	switch s.peek() {
 	case '"':
-		return s.strValue()
+		var out Output
+		return out, s.keepString(&out)
 	case '[':
 		var texts []string
 		ok := s.array(func() bool {
@@ -814,9 +829,9 @@ func (s *jsonScanner) toolResultText() (string, bool) {
 			}
 			return ok
 		})
-		return strings.Join(texts, "\n"), ok
+		return OutputOf(strings.Join(texts, "\n")), ok
 	default:
-		return "", s.skip()
+		return Output{}, s.skip()
 	}
 }
 

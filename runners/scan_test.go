@@ -36,7 +36,7 @@ func dumpEvents(events []Event) string {
 	for _, e := range events {
 		b.WriteString(string(e.Kind))
 		if e.ToolResult != nil {
-			b.WriteString("(" + e.ToolResult.ToolUseID + ", " + strings.ReplaceAll(e.ToolResult.Content, "\n", `\n`) + ")")
+			b.WriteString("(" + e.ToolResult.ToolUseID + ", " + strings.ReplaceAll(e.ToolResult.Content.String(), "\n", `\n`) + ")")
 		}
 		b.WriteString(" ")
 	}
@@ -239,7 +239,7 @@ func TestOnlyShellResultsAreDecoded(t *testing.T) {
 	texts := map[string][]string{}
 	for _, e := range claudeEvents(t, []byte(stream), true) {
 		if e.Kind == KindToolResult {
-			texts[e.ToolResult.ToolUseID] = append(texts[e.ToolResult.ToolUseID], e.ToolResult.Content)
+			texts[e.ToolResult.ToolUseID] = append(texts[e.ToolResult.ToolUseID], e.ToolResult.Content.String())
 		}
 	}
 	want := map[string][]string{

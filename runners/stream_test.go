@@ -60,7 +60,7 @@ func TestParseHugeLineThenResultWithoutNewline(t *testing.T) {
 			require.Len(t, events, 2)
 			require.Equal(t, KindToolResult, events[0].Kind)
 			assert.Equal(t, "t1", events[0].ToolResult.ToolUseID)
-			assert.Len(t, events[0].ToolResult.Content, len(content))
+			assert.Len(t, events[0].ToolResult.Content.String(), len(content))
 			require.Equal(t, KindResult, events[1].Kind)
 			assert.Equal(t, "success", events[1].Result.Subtype)
 		})
@@ -80,7 +80,7 @@ func TestParseReturnsReaderError(t *testing.T) {
 			err := p.parse(r, func(e Event) { events = append(events, e) })
 			require.ErrorIs(t, err, boom)
 			require.Len(t, events, 1, "events before the failure are still emitted")
-			assert.Equal(t, "before", events[0].ToolResult.Content)
+			assert.Equal(t, "before", events[0].ToolResult.Content.String())
 		})
 	}
 }
@@ -114,7 +114,7 @@ func TestParseEmitsOneResultAtMost(t *testing.T) {
 			require.Len(t, ofKind(events, KindResult), 1)
 			if p.name == "claude" {
 				require.Len(t, events, 2)
-				assert.Equal(t, "after", events[0].ToolResult.Content)
+				assert.Equal(t, "after", events[0].ToolResult.Content.String())
 				assert.Equal(t, "error", last.Result.Subtype)
 				assert.Equal(t, 4, last.Result.NumTurns, "the turns of both result lines")
 				return

@@ -1,6 +1,7 @@
 package spawn
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -65,11 +66,22 @@ func (b *blocked) event(e runners.Event) {
 
 // refusals are the distinct lines of out that show a refusal, at most
 // maxRefusalLines.
-func refusals(out string) []string {
-	// Every tool output of the session passes here: the expression, which
-	// backtracks over the whole output, only runs on the few that may
-	// match.
-	if !mayRefuse(out) || !sandboxRefusal.MatchString(out) {
+func refusals(out runners.Output) []string {
+	// Every tool output of the session passes here: the quick scan reads
+	// it as the CLI wrote it, undecoded (the starts of the phrases hold no
+	// character JSON escapes: see runners.Output.Searchable), and only the
+	// few outputs that may match are decoded for the expression, which
+	// backtracks over the whole output.
+	if !mayRefuse(out.Searchable()) {
+		return nil
+	}
+	return refusalLines(out.String())
+}
+
+// refusalLines are the distinct lines of out that show a refusal, at most
+// maxRefusalLines.
+func refusalLines(out string) []string {
+	if !sandboxRefusal.MatchString(out) {
 		return nil
 	}
 	var lines []string
@@ -108,13 +120,13 @@ var refusalAnchors = [...]struct {
 
 // mayRefuse reports whether s holds, in any mix of ASCII cases, one of
 // refusalStarts: false means sandboxRefusal cannot match s. It looks only
-// around the anchors, which it finds with strings.IndexByte, one pass for
+// around the anchors, which it finds with bytes.IndexByte, one pass for
 // each, without allocating: a tool output of megabytes is read at memory
 // speed.
-func mayRefuse(s string) bool {
+func mayRefuse(s []byte) bool {
 	for _, a := range refusalAnchors {
 		for i := 0; ; {
-			j := strings.IndexByte(s[i:], a.b)
+			j := bytes.IndexByte(s[i:], a.b)
 			if j < 0 {
 				break
 			}
@@ -134,7 +146,7 @@ func mayRefuse(s string) bool {
 
 // hasFoldPrefix reports whether s starts with lower, a lower-case ASCII
 // string, in any mix of ASCII cases.
-func hasFoldPrefix(s, lower string) bool {
+func hasFoldPrefix(s []byte, lower string) bool {
 	if len(s) < len(lower) {
 		return false
 	}

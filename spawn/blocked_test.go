@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 	"unicode"
+	"unicode/utf16"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,12 +35,12 @@ func TestSandboxRefusalsAreFoundInToolOutput(t *testing.T) {
 		{"a read-only file that is fine", nil},
 		{strings.Repeat("return read(); operation ", 1000), nil},
 	} {
-		assert.Equal(t, tc.want, refusals(tc.out), "%.60q", tc.out)
-		if !mayRefuse(tc.out) {
+		assert.Equal(t, tc.want, refusals(runners.OutputOf(tc.out)), "%.60q", tc.out)
+		if !mayRefuse([]byte(tc.out)) {
 			assert.False(t, sandboxRefusal.MatchString(tc.out), "the quick scan let through %.60q, which the expression matches", tc.out)
 		}
 	}
-	assert.False(t, mayRefuse(strings.Repeat("an ordinary line of test output\n", 100)))
+	assert.False(t, mayRefuse([]byte(strings.Repeat("an ordinary line of test output\n", 100))))
 }
 
 // TestRefusalScanMissesNoCaseFold: the quick scan folds ASCII case only,
@@ -72,7 +73,7 @@ func TestRefusalScanMissesNoCaseFold(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"Read-Only File System", "rEaD-oNlY fIlE sYsTeM", "Operation Not Permitted", "EroFS", "ePeRm"} {
-		assert.True(t, mayRefuse("x: "+s), s)
+		assert.True(t, mayRefuse([]byte("x: "+s)), s)
 		assert.True(t, sandboxRefusal.MatchString("x: "+s), s)
 	}
 }
@@ -87,13 +88,13 @@ func TestARefusedToolCallIsAFindingNamingTheCall(t *testing.T) {
 	for i := range 1000 {
 		id := fmt.Sprintf("t%d", i)
 		b.event(runners.Event{Kind: runners.KindToolUse, ToolUse: &runners.ToolUse{ID: id, Name: "Bash", Input: json.RawMessage(`{"command":"go test ./..."}`)}})
-		b.event(runners.Event{Kind: runners.KindToolResult, ToolResult: &runners.ToolResult{ToolUseID: id, Content: "ok"}})
+		b.event(runners.Event{Kind: runners.KindToolResult, ToolResult: &runners.ToolResult{ToolUseID: id, Content: runners.OutputOf("ok")}})
 	}
 	assert.Empty(t, b.calls, "the calls with a result are forgotten")
 	assert.Empty(t, events)
 
 	b.event(runners.Event{Kind: runners.KindToolUse, ToolUse: &runners.ToolUse{ID: "w", Name: "Bash", Input: json.RawMessage(`{"command":"touch /usr/x"}`)}})
-	b.event(runners.Event{Kind: runners.KindToolResult, ToolResult: &runners.ToolResult{ToolUseID: "w", Content: "touch: cannot touch '/usr/x': Read-only file system\n"}})
+	b.event(runners.Event{Kind: runners.KindToolResult, ToolResult: &runners.ToolResult{ToolUseID: "w", Content: runners.OutputOf("touch: cannot touch '/usr/x': Read-only file system\n")}})
 	require.Len(t, events, 2)
 	require.NotNil(t, events[0].Security)
 	assert.Equal(t, observability.FindingSandboxBlocked, events[0].Security.Kind)
@@ -103,10 +104,9 @@ func TestARefusedToolCallIsAFindingNamingTheCall(t *testing.T) {
 func BenchmarkMayRefuse(b *testing.B) {
 	src, err := os.ReadFile("turn.go") // Go source, as a Read returns it
 	require.NoError(b, err)
-	out := string(src)
-	b.SetBytes(int64(len(out)))
+	b.SetBytes(int64(len(src)))
 	for b.Loop() {
-		if mayRefuse(out) {
+		if mayRefuse(src) {
 			b.Fatal("no refusal there")
 		}
 	}
@@ -127,11 +127,62 @@ func FuzzMayRefuse(f *testing.F) {
 			}
 		}
 		want := slices.ContainsFunc(refusalStarts[:], func(start string) bool { return strings.Contains(string(lower), start) })
-		if got := mayRefuse(s); got != want {
+		if got := mayRefuse([]byte(s)); got != want {
 			t.Fatalf("mayRefuse(%q) = %v, want %v", s, got, want)
 		}
 		if !want && sandboxRefusal.MatchString(s) {
 			t.Fatalf("sandboxRefusal matches %q, which the quick scan lets through", s)
 		}
 	})
+}
+
+// FuzzRefusalsOfKeptOutput: the refusals found in a tool output as the
+// parser keeps it (the JSON string the CLI wrote, undecoded, scanned as it
+// is) are those found in the decoded text, however the CLI escaped it:
+// as encoding/json writes it, without HTML escapes, or with every
+// character as a \u escape.
+func FuzzRefusalsOfKeptOutput(f *testing.F) {
+	for _, s := range []string{"", "ok", "touch: x: Read-only file system\n", "\rEAD-ONLY FILE SYSTEM", "a\nEPERM\tb", "x <EROFS> & y", "operation\tnot permitted", "\u2028eperm\xff"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var plain strings.Builder
+		enc := json.NewEncoder(&plain)
+		enc.SetEscapeHTML(false)
+		require.NoError(t, enc.Encode(s))
+		html, err := json.Marshal(s)
+		require.NoError(t, err)
+		for _, quoted := range []string{strings.TrimSuffix(plain.String(), "\n"), string(html), escapeAll(s)} {
+			var text string
+			require.NoError(t, json.Unmarshal([]byte(quoted), &text), quoted)
+			line := `{"type":"tool_result","tool_id":"t","status":"success","output":` + quoted + "}\n"
+			var got *runners.ToolResult
+			require.NoError(t, (&runners.Gemini{}).Parse(strings.NewReader(line), func(e runners.Event) {
+				if e.Kind == runners.KindToolResult {
+					got = e.ToolResult
+				}
+			}))
+			require.NotNil(t, got, line)
+			require.Equal(t, text, got.Content.String())
+			if want := refusalLines(text); !slices.Equal(refusals(got.Content), want) {
+				t.Fatalf("refusals of %s: %q, want %q", quoted, refusals(got.Content), want)
+			}
+		}
+	})
+}
+
+// escapeAll is s as a JSON string with every character a \u escape.
+func escapeAll(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range strings.ToValidUTF8(s, "\uFFFD") {
+		if r > 0xFFFF {
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, hi, lo)
+			continue
+		}
+		fmt.Fprintf(&b, `\u%04X`, r)
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -36,7 +36,7 @@ func TestTheCodersLastTestRunIsKept(t *testing.T) {
 		tr.observe(runners.Event{Kind: runners.KindToolUse, ToolUse: &runners.ToolUse{ID: id, Name: "Bash", Input: in, Kind: runners.ToolShell}})
 	}
 	result := func(id, out string, isErr bool) {
-		tr.observe(runners.Event{Kind: runners.KindToolResult, ToolResult: &runners.ToolResult{ToolUseID: id, Content: out, IsError: isErr}})
+		tr.observe(runners.Event{Kind: runners.KindToolResult, ToolResult: &runners.ToolResult{ToolUseID: id, Content: runners.OutputOf(out), IsError: isErr}})
 	}
 	bash("1", "ls -la")
 	result("1", "total 0", false)

@@ -63,8 +63,10 @@ type Options struct {
 	// Grace is how long a stopping agent gets between SIGTERM and SIGKILL.
 	Grace time.Duration
 	// OnEvent is called for every parsed event, in order, from one
-	// goroutine. A non-empty return stops the agent gracefully (SIGINT, so
-	// the CLI ends its turn itself; then Grace; then the tree is killed), and
+	// goroutine (not the one that parses the stream: the two run side by
+	// side), and for the last time before Run returns. A non-empty return
+	// stops the agent gracefully (SIGINT, so the CLI ends its turn itself;
+	// then Grace; then the tree is killed), and
 	// becomes Outcome.Stopped: it is how budgets are enforced.
 	OnEvent func(runners.Event) (stop StopReason)
 	// Hurry, when closed, kills the agent's tree at once, with no grace
@@ -203,6 +205,20 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 		defer wg.Done()
 		tee := &lineTee{w: opts.Transcript, red: opts.Redactor}
 		r := io.TeeReader(stdout.follow(p.Done(), touch), tee)
+		// The events are handled (opts.OnEvent) on a goroutine of their
+		// own while the stream is parsed; the calls in flight are known
+		// as soon as they are parsed (the tool timeout).
+		var pipe *eventPipe
+		if opts.OnEvent != nil {
+			pipe = newEventPipe(func(ev runners.Event) {
+				if reason := opts.OnEvent(ev); reason != "" {
+					select {
+					case limit <- reason:
+					default:
+					}
+				}
+			})
+		}
 		out.ParseErr = agent.Parse(r, func(ev runners.Event) {
 			switch ev.Kind {
 			case runners.KindInit:
@@ -214,16 +230,13 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 			case runners.KindToolResult:
 				tools.end(ev.ToolResult.ToolUseID)
 			}
-			if opts.OnEvent == nil {
-				return
-			}
-			if reason := opts.OnEvent(ev); reason != "" {
-				select {
-				case limit <- reason:
-				default:
-				}
+			if pipe != nil {
+				pipe.put(ev)
 			}
 		})
+		if pipe != nil {
+			pipe.close()
+		}
 		// Whatever the parser left unread still belongs in the transcript.
 		_, rerr := io.Copy(io.Discard, r)
 		tee.flush()

@@ -98,7 +98,11 @@ func (d *QuestionDetector) Detect(text string) (question string, confidence floa
 	earlier := paras[:len(paras)-1]
 	lastText := strings.Join(last, "\n")
 	earlierText := joinParagraphs(earlier)
-	all := strings.TrimSpace(joinParagraphs(paras))
+	all := lastText // joinParagraphs(paras), without joining the earlier ones again
+	if len(earlier) > 0 {
+		all = earlierText + "\n\n" + lastText
+	}
+	all = strings.TrimSpace(all)
 
 	var extra []*regexp.Regexp
 	if d != nil {
@@ -222,7 +226,8 @@ var (
 // proseLines returns the lines of text with code and URLs removed; removed
 // blocks become blank lines so that they separate paragraphs.
 func proseLines(text string) []string {
-	var out []string
+	// A long session's text has many lines: the slice is made once.
+	out := make([]string, 0, strings.Count(text, "\n")+1)
 	inFence := false
 	for line := range strings.Lines(strings.ReplaceAll(text, "\r\n", "\n")) {
 		line = strings.TrimRight(line, "\r\n")
@@ -317,13 +322,17 @@ func foldText(text string) foldedText {
 	if strings.Contains(text, "\u017f") || strings.Contains(text, "\u212a") {
 		return foldedText{text: text, whole: true}
 	}
-	lower := []byte(text)
-	for i, c := range lower {
+	// Byte for byte (lower's offsets are text's), in one copy.
+	var lower strings.Builder
+	lower.Grow(len(text))
+	for i := range len(text) {
+		c := text[i]
 		if 'A' <= c && c <= 'Z' {
-			lower[i] = c + 'a' - 'A'
+			c += 'a' - 'A'
 		}
+		lower.WriteByte(c)
 	}
-	return foldedText{text: text, lower: string(lower)}
+	return foldedText{text: text, lower: lower.String()}
 }
 
 // match reports whether re matches the text; hints are re's (see
@@ -367,33 +376,48 @@ func endsWithAny(s string, ends []string) bool {
 	return len(ends) == 0
 }
 
-// splitParagraphs groups non-empty lines separated by blank lines.
+// splitParagraphs groups non-empty lines separated by blank lines. A
+// paragraph is a slice of lines, not a copy: neither may be changed.
 func splitParagraphs(lines []string) [][]string {
 	var out [][]string
-	var cur []string
-	for _, l := range lines {
-		if l == "" {
-			if cur != nil {
-				out = append(out, cur)
-				cur = nil
-			}
-			continue
+	start := -1 // where the paragraph being read starts
+	for i, l := range lines {
+		switch {
+		case l != "" && start < 0:
+			start = i
+		case l == "" && start >= 0:
+			out = append(out, lines[start:i:i])
+			start = -1
 		}
-		cur = append(cur, l)
 	}
-	if cur != nil {
-		out = append(out, cur)
+	if start >= 0 {
+		out = append(out, lines[start:len(lines):len(lines)])
 	}
 	return out
 }
 
 // joinParagraphs joins paragraphs back into text.
 func joinParagraphs(paras [][]string) string {
-	parts := make([]string, len(paras))
-	for i, p := range paras {
-		parts[i] = strings.Join(p, "\n")
+	n := 0
+	for _, p := range paras {
+		for _, l := range p {
+			n += len(l) + 2
+		}
 	}
-	return strings.Join(parts, "\n\n")
+	var b strings.Builder
+	b.Grow(n)
+	for i, p := range paras {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		for j, l := range p {
+			if j > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(l)
+		}
+	}
+	return b.String()
 }
 
 // sentenceEnd ends a sentence: terminators, closing decoration, then space

@@ -227,3 +227,77 @@ func checkByLine(t *testing.T, text string) {
 		t.Fatalf("%q without its yes/no marker: %q, want %q", text, unmarked, want)
 	}
 }
+
+// FuzzParagraphs: the paragraphs Detect reads (lines of the text, slices
+// of its lines, joined back in one copy; the whole text as the earlier
+// paragraphs and the last joined) are those of the first, simple way of
+// making them, copies and all (paragraphsOfLines, joinedParagraphs).
+func FuzzParagraphs(f *testing.F) {
+	for _, s := range []string{"", "a", "a\n\nb\nc\n\n\nd", "\n\n", "Done.\n\n```\nx\n```\nShould I?", "A\r\nB\n\n  c  "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		lines := proseLines(text)
+		paras := splitParagraphs(lines)
+		want := paragraphsOfLines(lines)
+		if len(paras) != len(want) {
+			t.Fatalf("%d paragraphs, want %d", len(paras), len(want))
+		}
+		for i := range want {
+			if strings.Join(paras[i], "\x00") != strings.Join(want[i], "\x00") {
+				t.Fatalf("paragraph %d: %q, want %q", i, paras[i], want[i])
+			}
+		}
+		if got, want := joinParagraphs(paras), joinedParagraphs(want); got != want {
+			t.Fatalf("joined: %q, want %q", got, want)
+		}
+		if len(paras) > 0 {
+			last, earlier := strings.Join(paras[len(paras)-1], "\n"), paras[:len(paras)-1]
+			all := last
+			if len(earlier) > 0 {
+				all = joinParagraphs(earlier) + "\n\n" + last
+			}
+			if want := joinedParagraphs(want); all != want {
+				t.Fatalf("all: %q, want %q", all, want)
+			}
+		}
+		lower := []byte(text)
+		for i, c := range lower {
+			if 'A' <= c && c <= 'Z' {
+				lower[i] = c + 'a' - 'A'
+			}
+		}
+		if f := foldText(text); !f.whole && f.lower != string(lower) {
+			t.Fatalf("folded %q: %q, want %q", text, f.lower, lower)
+		}
+	})
+}
+
+// paragraphsOfLines is splitParagraphs as first written: a copy of each.
+func paragraphsOfLines(lines []string) [][]string {
+	var out [][]string
+	var cur []string
+	for _, l := range lines {
+		if l == "" {
+			if cur != nil {
+				out = append(out, cur)
+				cur = nil
+			}
+			continue
+		}
+		cur = append(cur, l)
+	}
+	if cur != nil {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// joinedParagraphs is joinParagraphs as first written.
+func joinedParagraphs(paras [][]string) string {
+	parts := make([]string, len(paras))
+	for i, p := range paras {
+		parts[i] = strings.Join(p, "\n")
+	}
+	return strings.Join(parts, "\n\n")
+}

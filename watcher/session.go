@@ -361,7 +361,10 @@ type tracker struct {
 	tests *testRun
 }
 
-type testRun struct{ cmd, out string }
+type testRun struct {
+	cmd string
+	out runners.Output
+}
 
 func newTracker(s *Session, p Policy, files map[string]bool, emit func(observability.Progress)) *tracker {
 	return &tracker{s: s, p: p, files: files, emit: emit, costBase: s.CostUSD, tools: map[string]*runners.ToolUse{}}
@@ -441,7 +444,7 @@ func (t *tracker) observe(ev runners.Event) StopReason {
 // its earlier processes were charged for.
 func (t *tracker) finish(res *runners.Result) {
 	if t.tests != nil {
-		t.s.Tests = "$ " + oneLineCmd(t.tests.cmd) + "\n" + tail(t.tests.out, maxTestLines, maxTestBytes)
+		t.s.Tests = "$ " + oneLineCmd(t.tests.cmd) + "\n" + tail(t.tests.out.String(), maxTestLines, maxTestBytes)
 		t.tests = nil
 	}
 	if res == nil {

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -274,10 +275,18 @@ func age(d time.Duration) string {
 // boundary that fits, ending with "..." when it was longer (mid-word only
 // for a single word longer than n). Records keep the whole text.
 func cut(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
+	// The narration cuts every line an agent makes: one that fits is
+	// let through without being made into runes.
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
 		return s
 	}
+	// Its first n runes, of a line that may be long.
+	end := 0
+	for range n {
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
+	}
+	r := []rune(s[:end])
 	keep := r[:n-3]
 	if r[n-3] != ' ' {
 		if i := strings.LastIndexFunc(string(keep), unicode.IsSpace); i > 0 {

@@ -40,7 +40,10 @@ import (
 // few KB: what a run costs without the stream) and load (the 1-minute load
 // average before the runs). With SPAWN_BENCH_BASELINE naming another spawn
 // binary (one built from an older commit), each iteration runs it too, in
-// turn with this one, and baseline-MB/s is its figure.
+// turn with this one, and baseline-MB/s is its figure. cpu-ms is the CPU
+// time (user and system) of a spawn run and of what it waited for, a
+// figure the machine's other work sways less than the wall time; with a
+// baseline, baseline-cpu-ms is its.
 func BenchmarkStreamWhole(b *testing.B) {
 	if runtime.GOOS != "linux" {
 		b.Skip("bubblewrap is Linux's")
@@ -102,26 +105,28 @@ func BenchmarkStreamWhole(b *testing.B) {
 			// What a run costs without the stream: the recorded one, as it is.
 			base := time.Duration(0)
 			for range 2 {
-				d, _ := run.spawn(b, small, int64(len(rec)))
+				d, _, _ := run.spawn(b, small, int64(len(rec)))
 				if base == 0 || d < base {
 					base = d
 				}
 			}
 			load, loadKnown := testenv.LoadAverage()
-			var spawnTime, catTime, baselineTime time.Duration
+			var spawnTime, catTime, baselineTime, spawnCPU, baselineCPU time.Duration
 			var rss int64
 			b.SetBytes(size)
 			b.ResetTimer()
 			for range b.N {
-				d, kb := run.spawn(b, stream, size)
+				d, kb, cpu := run.spawn(b, stream, size)
 				spawnTime += d
+				spawnCPU += cpu
 				rss = max(rss, kb)
 				catTime += catTo(b, stream, filepath.Join(b.TempDir(), "copy"))
 				if baseline != "" {
 					old := *run
 					old.bin = baseline
-					d, _ := old.spawn(b, stream, size)
+					d, _, cpu := old.spawn(b, stream, size)
 					baselineTime += d
+					baselineCPU += cpu
 				}
 			}
 			b.StopTimer()
@@ -131,11 +136,13 @@ func BenchmarkStreamWhole(b *testing.B) {
 			b.ReportMetric(spawnTime.Seconds()/catTime.Seconds(), "x-vs-cat")
 			b.ReportMetric(float64(rss)/1024, "rss-MB")
 			b.ReportMetric(float64(base.Milliseconds()), "base-ms")
+			b.ReportMetric(float64(spawnCPU.Milliseconds())/n, "cpu-ms")
 			if loadKnown {
 				b.ReportMetric(load, "load")
 			}
 			if baseline != "" {
 				b.ReportMetric(float64(size)/1e6/(baselineTime.Seconds()/n), "baseline-MB/s")
+				b.ReportMetric(float64(baselineCPU.Milliseconds())/n, "baseline-cpu-ms")
 			}
 		})
 	}
@@ -150,9 +157,9 @@ type wholeRun struct {
 
 // spawn runs `spawn run --mode solo` with the agent writing stream (of
 // size bytes), checks that the run succeeded under bubblewrap with the
-// whole stream in its transcript, and returns its wall time and its peak
-// RSS in KiB.
-func (r *wholeRun) spawn(b *testing.B, stream string, size int64) (time.Duration, int64) {
+// whole stream in its transcript, and returns its wall time, its peak
+// RSS in KiB and its CPU time (with what it waited for).
+func (r *wholeRun) spawn(b *testing.B, stream string, size int64) (time.Duration, int64, time.Duration) {
 	b.Helper()
 	b.StopTimer()
 	if err := os.Remove(r.feed); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -215,7 +222,7 @@ func (r *wholeRun) spawn(b *testing.B, stream string, size int64) (time.Duration
 		b.Fatal(err)
 	}
 	b.StartTimer()
-	return d, peak
+	return d, peak, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
 // watchPeakRSS reads the peak resident size (VmHWM, KiB) of the process

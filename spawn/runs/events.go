@@ -32,6 +32,11 @@ const (
 	flushSize  = 64 << 10
 )
 
+// maxKept bounds the buffers an EventLog keeps from one event to the
+// next: one event of megabytes (the final text of an agent that said a
+// lot) does not hold its megabytes for the rest of the run.
+const maxKept = 4 * flushSize
+
 // OpenEventLog opens the event stream at path (Paths.EventsPath) to
 // append to it, creating it when it does not exist.
 func OpenEventLog(path string, red *observability.Redactor) (*EventLog, error) {
@@ -57,6 +62,9 @@ func (l *EventLog) Event(e observability.Event) {
 		return
 	}
 	l.buf = append(append(l.buf, l.red.Bytes(l.line)...), '\n')
+	if cap(l.line) > maxKept {
+		l.line = nil // a rare huge event (an agent's final text): its buffer is not kept
+	}
 	switch {
 	case len(l.buf) >= flushSize:
 		l.flush()
@@ -87,6 +95,9 @@ func (l *EventLog) flush() {
 		l.err = fmt.Errorf("write the event log %s: %w", l.f.Name(), err)
 	}
 	l.buf = l.buf[:0]
+	if cap(l.buf) > maxKept {
+		l.buf = nil
+	}
 }
 
 // Close writes out what waits, closes the file and returns the first

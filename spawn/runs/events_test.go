@@ -45,3 +45,26 @@ func TestTheEventLogShowsEveryEventSoonWholeAndInOrder(t *testing.T) {
 		require.Equal(t, strings.Repeat("x", i%100), e.Text, "line %d", i+2)
 	}
 }
+
+// An event of megabytes (an agent's final text) is written whole, and the
+// log keeps no buffer of its size for the rest of the run.
+func TestTheEventLogKeepsNoBufferOfAHugeEvent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.ndjson")
+	l, err := OpenEventLog(path, observability.NewRedactor(nil))
+	require.NoError(t, err)
+	big := strings.Repeat("said a lot. ", 200_000)
+	l.Event(observability.Event{Kind: observability.EventNote, Text: big})
+	l.Event(observability.Event{Kind: observability.EventNote, Text: "after"})
+	l.mu.Lock()
+	assert.LessOrEqual(t, cap(l.buf), maxKept)
+	assert.LessOrEqual(t, cap(l.line), maxKept)
+	l.mu.Unlock()
+	require.NoError(t, l.Close())
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	require.Len(t, lines, 2)
+	var e observability.Event
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &e))
+	assert.Equal(t, big, e.Text)
+}
