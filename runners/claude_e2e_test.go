@@ -458,3 +458,33 @@ func TestClaudeOnItsOwnMovesALongCommandToTheBackground(t *testing.T) {
 	assert.Equal(t, 3, r.result.NumTurns, "two model calls in the first turn, one in the second")
 	assert.Equal(t, int64(30), r.result.Usage.InputTokens, "three requests of 10 input tokens")
 }
+
+// A claude waiting for its model does no work of its own meanwhile: its
+// runtime collects no garbage on a timer (claudeIdleGC). Left to that
+// timer, a claude whose model answered 4 s late collected its heap four
+// or five times while it waited (a full collection among them), one
+// answered at once not at all: some 40 ms of CPU time for each second of
+// waiting, and under spawn, whose relay and sandbox every request passes
+// through, each wait is a little longer than a bare claude's.
+func TestAClaudeWaitingForItsModelCollectsNoGarbageMeanwhile(t *testing.T) {
+	t.Parallel()
+	e := newClaudeE2E(t, modelserver.Scenario{Anthropic: []modelserver.Script{
+		{Match: "answer late", Turns: []modelserver.Turn{{Delay: modelserver.Duration(4 * time.Second), Text: "Late."}}},
+		{Match: "answer at once", Turns: []modelserver.Turn{{Text: "At once."}}},
+	}})
+	// The runtime logs each collection on stderr: "... => EdenCollection".
+	logGC := func(c *Command) { c.Env = append(c.Env, "BUN_JSC_logGC=1") }
+	collection := regexp.MustCompile(`=> \w+Collection`)
+	now := e.run(&Claude{MaxRetries: 0}, Turn{Prompt: "answer at once"}, "", logGC)
+	late := e.run(&Claude{MaxRetries: 0}, Turn{Prompt: "answer late"}, "", logGC)
+
+	// # both turns were answered
+	assert.Equal(t, 0, now.code)
+	assert.Equal(t, 0, late.code)
+	assert.Equal(t, []string{"At once."}, now.texts())
+	assert.Equal(t, []string{"Late."}, late.texts())
+
+	// # the late answer's wait cost no collections
+	nowGC, lateGC := len(collection.FindAllString(now.stderr, -1)), len(collection.FindAllString(late.stderr, -1))
+	assert.LessOrEqual(t, lateGC, nowGC+1, "collections while waiting 4 s for the model: %d, with an answer at once: %d", lateGC, nowGC)
+}

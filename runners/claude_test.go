@@ -70,7 +70,7 @@ func TestClaudeCommand(t *testing.T) {
 			turn:     Turn{Prompt: "do it", Dir: "/w"},
 			wantPath: "claude",
 			wantArgs: append(base, "--permission-mode", "acceptEdits"),
-			wantEnv:  []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1", "CLAUDE_CODE_MAX_RETRIES=0"},
+			wantEnv:  []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "BUN_GC_TIMER_DISABLE=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1", "CLAUDE_CODE_MAX_RETRIES=0"},
 		},
 		{
 			name: "everything",
@@ -105,7 +105,7 @@ func TestClaudeCommand(t *testing.T) {
 				"--resume", "e9e81085-b575-4b78-9c0c-e9ca2f1c6bee",
 				"--max-turns", "7",
 			),
-			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1",
+			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "BUN_GC_TIMER_DISABLE=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1",
 				"BASH_DEFAULT_TIMEOUT_MS=1200000", "BASH_MAX_TIMEOUT_MS=1200000", "CLAUDE_CODE_MAX_RETRIES=2"},
 			wantGrace: 30 * time.Second,
 		},
@@ -116,7 +116,7 @@ func TestClaudeCommand(t *testing.T) {
 			wantPath: "claude",
 			wantArgs: append(base, "--permission-mode", "plan", "--allowedTools", "Write,Bash(git *)"),
 			// claude takes no timeout beyond 2^31-1 ms.
-			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1",
+			wantEnv: []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "BUN_GC_TIMER_DISABLE=1", "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS=1",
 				"BASH_DEFAULT_TIMEOUT_MS=2147483647", "BASH_MAX_TIMEOUT_MS=2147483647"},
 			wantGrace: 30 * time.Second,
 		},
