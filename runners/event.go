@@ -274,6 +274,15 @@ func (o Output) Searchable() []byte {
 	return o.quoted[1 : len(o.quoted)-1]
 }
 
+// MarshalJSON writes the text as a JSON string: the one the CLI wrote,
+// when it is kept.
+func (o Output) MarshalJSON() ([]byte, error) {
+	if o.quoted != nil {
+		return o.quoted, nil
+	}
+	return json.Marshal(o.text)
+}
+
 // UnmarshalJSON keeps a JSON string as it is, to be decoded by String.
 // null leaves o as it is, as it leaves a string; another value leaves it
 // empty.

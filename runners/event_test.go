@@ -1,9 +1,11 @@
 package runners
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // A process's own usage: a cumulative result less its session's earlier
@@ -39,5 +41,19 @@ func TestResultOwnUsage(t *testing.T) {
 			assert.Equal(t, tc.want.OutputTokens, got.OutputTokens)
 			assert.InDelta(t, tc.want.CostUSD, got.CostUSD, 1e-12)
 		})
+	}
+}
+
+// A tool result written as JSON holds its text, whether it was kept as
+// the CLI wrote it or made from a string, and reads back the same.
+func TestOutputIsWrittenAsItsText(t *testing.T) {
+	var kept Output
+	require.NoError(t, json.Unmarshal([]byte(`"caf\u00e9 \"x\"\n"`), &kept))
+	for _, o := range []Output{kept, OutputOf("café \"x\"\n")} {
+		b, err := json.Marshal(ToolResult{ToolUseID: "t1", Content: o})
+		require.NoError(t, err)
+		var back ToolResult
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, "café \"x\"\n", back.Content.String(), string(b))
 	}
 }
