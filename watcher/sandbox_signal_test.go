@@ -15,14 +15,13 @@ import (
 	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
-// inBwrap is an agent whose commands run under bubblewrap as spawn runs
-// them (a pid namespace and a session of their own, dying with their
-// parent), dir writable, the network shared (the scripted model listens
-// on the host's loopback).
-type inBwrap struct {
-	runners.Agent
-	dir string
-}
+// inBwrap is an agent whose commands run under bubblewrap in the
+// namespaces spawn runs them in (a pid namespace and a session of their
+// own, dying with their parent). The host's files are shown as they are
+// (the agent CLI and its home may be anywhere, /tmp included) and the
+// network is shared (the scripted model listens on the host's loopback):
+// what is tested is how signals reach the agent, not what it may touch.
+type inBwrap struct{ runners.Agent }
 
 func (a inBwrap) Command(t runners.Turn) (runners.Command, error) {
 	cmd, err := a.Agent.Command(t)
@@ -30,8 +29,7 @@ func (a inBwrap) Command(t runners.Turn) (runners.Command, error) {
 		return cmd, err
 	}
 	args := []string{"--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--bind", a.dir, a.dir,
-		"--bind", os.Getenv("HOME"), os.Getenv("HOME"), "--chdir", cmd.Dir, "--", cmd.Path}
+		"--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--chdir", cmd.Dir, "--", cmd.Path}
 	cmd.Path, cmd.Args, cmd.Wrapper = "bwrap", append(args, cmd.Args...), true
 	return cmd, nil
 }
@@ -54,7 +52,7 @@ func TestABudgetStopsASandboxedClaudeGracefully(t *testing.T) {
 	}}}})
 	repo := testenv.Repo(t)
 	env := testenv.Env(t, srv.ClaudeEnv()...)
-	out, err := Run(context.Background(), inBwrap{&runners.Claude{Bin: claude}, repo}, runners.Turn{Prompt: "wait", Dir: repo}, Options{
+	out, err := Run(context.Background(), inBwrap{&runners.Claude{Bin: claude}}, runners.Turn{Prompt: "wait", Dir: repo}, Options{
 		Env:   env,
 		Grace: 20 * time.Second,
 		OnEvent: func(ev runners.Event) StopReason {
