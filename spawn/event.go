@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/pipe"
 	"github.com/infinite-improbability-drive/spawn/observability"
 )
 
@@ -82,30 +83,20 @@ const maxQueued = 1024
 
 // queued hands events to its sinks, in order. An agent's progress events
 // (EventAgent), which come by the thousand from a streaming agent, are
-// handed over on a goroutine of its own: writing events.ndjson (JSON and
-// redaction for every event) and the narration cost as much as reading an
-// agent's stream, and the two run side by side. The goroutine takes what
-// waits all at once and wakes the emitter only when the queue was full, so
-// that a stream of events costs few wakeups. Its memory is bounded: at most
-// maxQueued events wait, and the emitter waits for room. Every other event
-// (a phase, a process, a commit: a few a turn) the sinks see before emit
-// returns, once they have seen every earlier one.
+// handed over on a goroutine of their own (a pipe): writing events.ndjson
+// (JSON and redaction for every event) and the narration cost as much as
+// reading an agent's stream, and the two run side by side. Its memory is
+// bounded: at most maxQueued events wait, and the emitter waits for room.
+// Every other event (a phase, a process, a commit: a few a turn) the sinks
+// see before emit returns, once they have seen every earlier one.
 type queued struct {
 	sinks []Sink
-
-	mu     sync.Mutex
-	ready  sync.Cond // events wait, or closed
-	room   sync.Cond // the queue has room again, or the sinks are free
-	q      []observability.Event
-	busy   bool // the sinks are being handed events
-	closed bool
-	done   chan struct{} // the goroutine returned: every event was seen
+	pipe  *pipe.Pipe[observability.Event]
 }
 
 func newQueued(sinks ...Sink) *queued {
-	q := &queued{sinks: sinks, done: make(chan struct{})}
-	q.ready.L, q.room.L = &q.mu, &q.mu
-	go q.deliver()
+	q := &queued{sinks: sinks}
+	q.pipe = pipe.New(maxQueued, q.hand)
 	return q
 }
 
@@ -113,34 +104,11 @@ func newQueued(sinks ...Sink) *queued {
 // for room; any other is handed over at once, after what was queued. Once
 // closed, the sinks see e once they have seen what was queued.
 func (q *queued) Event(e observability.Event) {
-	q.mu.Lock()
 	if e.Kind == observability.EventAgent {
-		for len(q.q) >= maxQueued && !q.closed {
-			q.room.Wait()
-		}
-	} else {
-		for (len(q.q) > 0 || q.busy) && !q.closed {
-			q.room.Wait()
-		}
+		q.pipe.Put(e)
+		return
 	}
-	switch {
-	case q.closed:
-		q.mu.Unlock()
-		<-q.done
-		q.hand(e)
-	case e.Kind == observability.EventAgent:
-		q.q = append(q.q, e)
-		q.ready.Signal()
-		q.mu.Unlock()
-	default:
-		q.busy = true
-		q.mu.Unlock()
-		q.hand(e)
-		q.mu.Lock()
-		q.busy = false
-		q.ready.Signal()
-		q.mu.Unlock()
-	}
+	q.pipe.Do(func() { q.hand(e) })
 }
 
 // hand gives e to every sink.
@@ -150,42 +118,5 @@ func (q *queued) hand(e observability.Event) {
 	}
 }
 
-// deliver is the goroutine: it hands what waits to the sinks until closed
-// and empty.
-func (q *queued) deliver() {
-	defer close(q.done)
-	var spare []observability.Event
-	for {
-		q.mu.Lock()
-		for (len(q.q) == 0 || q.busy) && !q.closed {
-			q.ready.Wait()
-		}
-		batch := q.q
-		q.q = spare[:0]
-		q.busy = len(batch) > 0
-		q.room.Broadcast()
-		q.mu.Unlock()
-		if len(batch) == 0 {
-			return // closed, and every event seen
-		}
-		for i := range batch {
-			q.hand(batch[i])
-		}
-		clear(batch) // keep no event's text past its delivery
-		spare = batch
-		q.mu.Lock()
-		q.busy = false
-		q.room.Broadcast()
-		q.mu.Unlock()
-	}
-}
-
 // close waits until the sinks have seen every event queued.
-func (q *queued) close() {
-	q.mu.Lock()
-	q.closed = true
-	q.ready.Signal()
-	q.room.Broadcast()
-	q.mu.Unlock()
-	<-q.done
-}
+func (q *queued) close() { q.pipe.Close() }

@@ -107,9 +107,7 @@ func TestASlowSinkHoldsTheEmitterBack(t *testing.T) {
 		t.Fatalf("emitted %d events while the sink took none", i)
 	case <-time.After(100 * time.Millisecond):
 	}
-	s.later.mu.Lock()
-	held := len(s.later.q)
-	s.later.mu.Unlock()
+	held := s.later.pipe.Waiting()
 	assert.LessOrEqual(t, held, maxQueued)
 	close(release)
 	for range emitted {

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/pipe"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
@@ -94,6 +95,10 @@ const (
 	StopMaxMemory    StopReason = "max_memory"
 	StopMaxDisk      StopReason = "max_disk"
 )
+
+// maxPiped bounds the events of an agent that wait to be handled
+// (Options.OnEvent) while its stream is parsed.
+const maxPiped = 256
 
 // watchEvery is how often Options.Watch is asked.
 const watchEvery = 250 * time.Millisecond
@@ -208,9 +213,9 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 		// The events are handled (opts.OnEvent) on a goroutine of their
 		// own while the stream is parsed; the calls in flight are known
 		// as soon as they are parsed (the tool timeout).
-		var pipe *eventPipe
+		var events *pipe.Pipe[runners.Event]
 		if opts.OnEvent != nil {
-			pipe = newEventPipe(func(ev runners.Event) {
+			events = pipe.New(maxPiped, func(ev runners.Event) {
 				if reason := opts.OnEvent(ev); reason != "" {
 					select {
 					case limit <- reason:
@@ -230,12 +235,12 @@ func Run(ctx context.Context, agent Agent, turn runners.Turn, opts Options) (Out
 			case runners.KindToolResult:
 				tools.end(ev.ToolResult.ToolUseID)
 			}
-			if pipe != nil {
-				pipe.put(ev)
+			if events != nil {
+				events.Put(ev)
 			}
 		})
-		if pipe != nil {
-			pipe.close()
+		if events != nil {
+			events.Close()
 		}
 		// Whatever the parser left unread still belongs in the transcript.
 		_, rerr := io.Copy(io.Discard, r)
