@@ -426,14 +426,12 @@ func claudeBlocks(m *claudeMessage) []claudeBlock {
 // regard to case, as encoding/json matches struct fields; a text that is
 // not a string counts as empty). Anything else has no text.
 func claudeToolResultText(raw json.RawMessage) Output {
-	var out Output
 	if len(raw) > 0 && raw[0] == '"' {
-		_ = out.UnmarshalJSON(raw) // never fails
-		return out
+		return quotedOutput(raw) // valid: encoding/json checked it
 	}
 	var content any
 	if json.Unmarshal(raw, &content) != nil {
-		return out
+		return Output{}
 	}
 	return OutputOf(claudeBlocksText(content))
 }

@@ -289,13 +289,19 @@ func (o Output) MarshalJSON() ([]byte, error) {
 func (o *Output) UnmarshalJSON(b []byte) error {
 	switch {
 	case len(b) > 0 && b[0] == '"':
-		s := jsonScanner{b: b}
-		_, _, uEscape, _ := s.strEscapes() // valid: encoding/json checked it
-		*o = Output{quoted: bytes.Clone(b), uEscape: uEscape}
+		*o = quotedOutput(b)
 	case string(b) != "null":
 		*o = Output{}
 	}
 	return nil
+}
+
+// quotedOutput is the output whose text is the valid JSON string b, kept
+// as it is (a copy).
+func quotedOutput(b []byte) Output {
+	s := jsonScanner{b: b}
+	_, _, uEscape, _ := s.strEscapes() // valid: the caller says so
+	return Output{quoted: bytes.Clone(b), uEscape: uEscape}
 }
 
 // keepString reads the JSON string at s.i into *o, as it is, or null,
