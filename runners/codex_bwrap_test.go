@@ -2,7 +2,6 @@ package runners
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,15 +19,10 @@ import (
 // is not unshared: the scripted server listens on the host's loopback.
 func spawnBwrap(t *testing.T, extra []string, writable ...string) []string {
 	t.Helper()
-	base := []string{"bwrap", "--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid",
+	base := []string{"--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid",
 		"--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
-	if out, err := exec.Command(base[0], append(base[1:], "--", "true")...).CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI needs bubblewrap: %v: %s", err, out)
-		}
-		t.Skipf("no bubblewrap here: %v: %s", err, out)
-	}
-	args := append(base, extra...)
+	testenv.Bubblewrap(t, append(base, "--")...)
+	args := append([]string{"bwrap"}, append(base, extra...)...)
 	for _, p := range writable {
 		args = append(args, "--bind", p, p)
 	}

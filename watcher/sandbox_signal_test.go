@@ -2,8 +2,6 @@ package watcher
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -23,13 +21,18 @@ import (
 // what is tested is how signals reach the agent, not what it may touch.
 type inBwrap struct{ runners.Agent }
 
+// bwrapArgs are inBwrap's namespaces and mounts.
+func bwrapArgs() []string {
+	return []string{"--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+		"--bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
+}
+
 func (a inBwrap) Command(t runners.Turn) (runners.Command, error) {
 	cmd, err := a.Agent.Command(t)
 	if err != nil {
 		return cmd, err
 	}
-	args := []string{"--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-		"--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--chdir", cmd.Dir, "--", cmd.Path}
+	args := append(bwrapArgs(), "--chdir", cmd.Dir, "--", cmd.Path)
 	cmd.Path, cmd.Args, cmd.Wrapper = "bwrap", append(args, cmd.Args...), true
 	return cmd, nil
 }
@@ -41,12 +44,7 @@ func (a inBwrap) Command(t runners.Turn) (runners.Command, error) {
 // the agent's exit (130), claude killed mid-write.
 func TestABudgetStopsASandboxedClaudeGracefully(t *testing.T) {
 	claude := testenv.Claude(t)
-	if out, err := exec.Command("bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI needs bubblewrap: %v: %s", err, out)
-		}
-		t.Skipf("no bubblewrap here: %v: %s", err, out)
-	}
+	testenv.Bubblewrap(t, append(bwrapArgs(), "--")...)
 	srv := testenv.ModelServer(t, modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
 		{Tools: []modelserver.ToolCall{{ID: "b1", Name: "Bash", Input: map[string]any{"command": "sleep 3171", "description": "wait"}}}},
 	}}}})

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,12 +22,7 @@ func sandboxed(t *testing.T, script string) Cmd {
 	t.Helper()
 	args := []string{"--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid",
 		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--"}
-	if out, err := exec.Command("bwrap", append(args, "true")...).CombinedOutput(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI needs bubblewrap: %v: %s", err, out)
-		}
-		t.Skipf("no bubblewrap here: %v: %s", err, out)
-	}
+	testenv.Bubblewrap(t, args...)
 	return Cmd{Path: "bwrap", Args: append(args, "sh", "-c", script), Env: env(), Wrapper: true}
 }
 

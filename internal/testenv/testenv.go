@@ -55,6 +55,22 @@ func agent(t testing.TB, name string) string {
 	return path
 }
 
+// Bubblewrap checks that bubblewrap runs `true` with the arguments
+// args (its namespaces and mounts) here, and fails the test under CI=true
+// when it does not, or skips it elsewhere.
+func Bubblewrap(t testing.TB, args ...string) {
+	t.Helper()
+	out, err := exec.Command("bwrap", append(args, "true")...).CombinedOutput()
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("no bubblewrap here (%v: %s); install it (Debian: apt-get install bubblewrap)", err, out)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
 // Claude returns the path of the pinned real claude binary.
 func Claude(t testing.TB) string { return agent(t, "claude") }
 
