@@ -319,3 +319,61 @@ func TestStrValueSeeds(t *testing.T) {
 		}
 	}
 }
+
+// strEscapesByByte is strEscapes read a byte at a time: the end of the
+// string at b[0], and what strEscapes reports of it.
+func strEscapesByByte(b []byte) (end int, plain, uEscape, ok bool) {
+	if len(b) == 0 || b[0] != '"' {
+		return 0, false, false, false
+	}
+	plain = true
+	for i := 1; i < len(b); {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, plain, uEscape, true
+		case c == '\\':
+			plain = false
+			if i+1 >= len(b) {
+				return 0, false, false, false
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				r := u4(b, i)
+				if r < 0 {
+					return 0, false, false, false
+				}
+				uEscape = uEscape || r >= 0x20
+				i += 6
+			default:
+				return 0, false, false, false
+			}
+		case c < 0x20:
+			return 0, false, false, false
+		default:
+			plain = plain && c < 0x80
+			i++
+		}
+	}
+	return 0, false, false, false
+}
+
+// FuzzStrEscapes: strEscapes, which reads runs of plain bytes eight at a
+// time, finds the end of a string and reports it as a byte at a time does.
+func FuzzStrEscapes(f *testing.F) {
+	for _, s := range strValueSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`"\\\\\\\"\\\\\\\\" tail`))
+	f.Add([]byte(`"1234567\"9\u0041\\\n` + "\x80" + `"`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s := jsonScanner{b: b}
+		raw, plain, uEscape, ok := s.strEscapes()
+		end, wantPlain, wantU, wantOK := strEscapesByByte(b)
+		if ok != wantOK || ok && (len(raw) != end || plain != wantPlain || uEscape != wantU) {
+			t.Fatalf("strEscapes(%q) = %q %v %v %v, a byte at a time: %q %v %v %v",
+				b, raw, plain, uEscape, ok, b[:end], wantPlain, wantU, wantOK)
+		}
+	})
+}
