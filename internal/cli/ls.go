@@ -280,6 +280,17 @@ func cut(s string, n int) string {
 	if len(s) <= n || utf8.RuneCountInString(s) <= n {
 		return s
 	}
+	if isASCII(s[:n]) {
+		// Most lines: their first n bytes are their first n runes, and
+		// stand for themselves (no invalid byte becomes U+FFFD).
+		keep := s[:n-3]
+		if s[n-3] != ' ' {
+			if i := strings.LastIndexFunc(keep, unicode.IsSpace); i > 0 {
+				keep = keep[:i]
+			}
+		}
+		return strings.TrimRight(keep, " \t,;:.") + "..."
+	}
 	// Its first n runes, of a line that may be long.
 	end := 0
 	for range n {
@@ -294,6 +305,16 @@ func cut(s string, n int) string {
 		}
 	}
 	return strings.TrimRight(string(keep), " \t,;:.") + "..."
+}
+
+// isASCII reports whether s holds only ASCII bytes.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // orDash is s, or "-" when s is empty.
