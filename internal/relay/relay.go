@@ -43,6 +43,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -334,6 +335,19 @@ func (r *Relay) proxy(rt Route) http.Handler {
 		if f.gone() {
 			return // nothing goes upstream for a client that went away
 		}
+		// The agent's request is read whole before anything goes upstream:
+		// the transport reads a request's body on a goroutine of its own,
+		// which may outlive the proxy when the upstream fails, and a read of
+		// the agent's connection after the answer made the server panic and
+		// cut the connection the agent's next request came on.
+		if err := wholeBody(req); err != nil {
+			code := http.StatusBadRequest
+			if errors.Is(err, errRequestTooLarge) {
+				code = http.StatusRequestEntityTooLarge
+			}
+			http.Error(w, "spawn relay: cannot read the request: "+err.Error(), code)
+			return
+		}
 		rec, play := r.tapes()
 		var tape *tapeReq
 		if rec != nil || play != nil {
@@ -350,15 +364,6 @@ func (r *Relay) proxy(rt Route) http.Handler {
 				return
 			}
 			req = req.WithContext(contextWith(req, cred))
-		}
-		// The transport may still read the agent's request (its last read,
-		// the one that finds its end) when the answer's headers are
-		// flushed: an HTTP/1 server closes a request's body at its first
-		// write unless the exchange is full duplex, and the transport,
-		// failing that read, dropped the upstream connection mid-answer.
-		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil {
-			http.Error(w, "spawn relay: "+err.Error(), http.StatusInternalServerError)
-			return
 		}
 		start := time.Now()
 		mw := &meteredWriter{ResponseWriter: w}
@@ -397,6 +402,35 @@ func (r *Relay) proxy(rt Route) http.Handler {
 			rec.Add(tape.exchange(g.seat, rt.Name, req, mw, start))
 		}
 	})
+}
+
+// maxRequestBody bounds the request the relay reads whole (wholeBody):
+// the model APIs take at most 32 MB.
+const maxRequestBody = 32 << 20
+
+// errRequestTooLarge is wholeBody's error for a body over maxRequestBody.
+var errRequestTooLarge = fmt.Errorf("its body is longer than %d MiB", maxRequestBody>>20)
+
+// wholeBody reads req's body into memory and makes it req's body, with its
+// length: nothing reads the agent's connection for the request after this.
+// A body longer than maxRequestBody is an error.
+func wholeBody(req *http.Request) error {
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(req.Body, maxRequestBody+1))
+	if err == nil && len(b) > maxRequestBody {
+		err = errRequestTooLarge
+	}
+	if cerr := req.Body.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	req.Body, req.ContentLength, req.TransferEncoding = io.NopCloser(bytes.NewReader(b)), int64(len(b)), nil
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	return nil
 }
 
 // drainLimit is how long the relay goes on with an answer whose agent
