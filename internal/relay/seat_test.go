@@ -306,6 +306,11 @@ func TestRequestsBeyondASeatsWaitingRoomAreRefused(t *testing.T) {
 
 	held := fire(r, k, "coder", seatFlights+seatWaiters)
 	require.Eventually(t, func() bool { return r.inFlight() == seatFlights+seatWaiters }, 10*time.Second, 5*time.Millisecond, "every request arrives")
+	// Those with a slot reach the model, all of them before any answer:
+	// a request that had its slot and had not reached the model when
+	// the model was let go arrived after the first answers.
+	require.Eventually(t, func() bool { now, _, _ := model.at("coder"); return now == seatFlights }, 10*time.Second, 5*time.Millisecond,
+		"a seat's slots' requests reach the model")
 	const extra = 10
 	assert.Equal(t, map[string]int{"503": extra}, statuses(t, fire(r, k, "coder", extra), extra), "the requests beyond the waiting room")
 	model.release()
