@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -300,4 +301,51 @@ func meteredRelay(t *testing.T, up *httptest.Server, opts Options, seat string) 
 	k, err = r.Grant("a", seat)
 	require.NoError(t, err)
 	return r, k
+}
+
+// The relay reads a request whole before it goes upstream, up to the
+// model APIs' own limit: the body reaches the model as the agent sent it,
+// streamed or not, and a longer one is refused (413) without reaching it.
+func TestARequestReachesTheModelWholeUpToTheAPIsLimit(t *testing.T) {
+	var got []int
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		got = append(got, len(b))
+		io.WriteString(w, "ok")
+	}))
+	defer up.Close()
+	u, err := url.Parse(up.URL)
+	require.NoError(t, err)
+	r, err := Start([]Route{{Name: "anthropic", Upstream: u, Credential: key("x-api-key", "sk-real"), Paths: messages}}, Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, r.Close()) }()
+	k, err := r.Grant("anthropic", "coder")
+	require.NoError(t, err)
+	send := func(n int, streamed bool) (int, string) {
+		var body io.Reader = bytes.NewReader(bytes.Repeat([]byte("x"), n))
+		if streamed {
+			body = io.MultiReader(body) // no length: sent chunked
+		}
+		req, err := http.NewRequest("POST", r.URL("anthropic")+"/v1/messages", body)
+		require.NoError(t, err)
+		req.Header.Set("x-api-key", k)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		said, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(said)
+	}
+	code, _ := send(maxRequestBody, false)
+	assert.Equal(t, http.StatusOK, code)
+	code, _ = send(1000, true)
+	assert.Equal(t, http.StatusOK, code)
+	code, said := send(maxRequestBody+1, true)
+	assert.Equal(t, http.StatusRequestEntityTooLarge, code)
+	assert.Contains(t, said, "longer than 32 MiB")
+	assert.Equal(t, []int{maxRequestBody, 1000}, got, "what reached the model")
 }
