@@ -109,7 +109,7 @@ END {
 			(has(p, "setup-ms") ? sprintf("%.0f / %.0f / %.0f ms", v(p, "setup-ms"), v(p, "between-ms"), v(p, "finish-ms")) : ""), "text", "-")
 	}
 	row("agent process start and end: reaper vs exec", v("BenchmarkAgentStart", "reaper-ms"), v("BenchmarkAgentStart", "exec-ms"), "ms")
-	row("provisioning (worktree) vs git worktree add", ms("BenchmarkWorktree/spawn", "ns/op"), ms("BenchmarkWorktree/git", "ns/op"), "ms")
+	row("provisioning (worktree) vs git worktree add", v("BenchmarkWorktree", "spawn-ms"), v("BenchmarkWorktree", "git-ms"), "ms")
 	row("per-turn git, 300 files, vs raw git", v("BenchmarkTurnCommit/small", "spawn-ms"), v("BenchmarkTurnCommit/small", "git-ms"), "ms")
 	row("per-turn git, 50k files, vs raw git", v("BenchmarkTurnCommit/50k", "spawn-ms"), v("BenchmarkTurnCommit/50k", "git-ms"), "ms")
 	n = split("1MB 100MB 1GB", sz, " ")
