@@ -157,6 +157,10 @@ type Relay struct {
 	// an agent that went away (drainContext) past it.
 	closed context.Context
 	close  context.CancelFunc
+	// closeOnce makes Close's work happen once; closeErr is its result,
+	// which every Close returns.
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // grant is whom a key was made for.
@@ -246,16 +250,20 @@ func (r *Relay) Port() int { return r.ln.Addr().(*net.TCPAddr).Port }
 func (r *Relay) URL(route string) string { return r.url + "/" + route }
 
 // Close stops the relay and cuts its open connections. It returns the
-// server's error, if it failed other than by being closed.
+// server's error, if it failed other than by being closed; a second Close
+// returns the first's.
 func (r *Relay) Close() error {
-	r.close()
-	err := r.srv.Close()
-	for i := 0; i < r.n; i++ {
-		if serr := <-r.err; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, fmt.Errorf("relay: %w", serr))
+	r.closeOnce.Do(func() {
+		r.close()
+		err := r.srv.Close()
+		for i := 0; i < r.n; i++ {
+			if serr := <-r.err; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+				err = errors.Join(err, fmt.Errorf("relay: %w", serr))
+			}
 		}
-	}
-	return err
+		r.closeErr = err
+	})
+	return r.closeErr
 }
 
 // Refusals the relay answers itself, before anything goes upstream.

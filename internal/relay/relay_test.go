@@ -349,3 +349,21 @@ func TestARequestReachesTheModelWholeUpToTheAPIsLimit(t *testing.T) {
 	assert.Contains(t, said, "longer than 32 MiB")
 	assert.Equal(t, []int{maxRequestBody, 1000}, got, "what reached the model")
 }
+
+// Closing a relay a second time returns at once, with the first Close's
+// result: it waited forever for listeners the first had already seen end.
+func TestClosingARelayTwiceReturns(t *testing.T) {
+	u, err := url.Parse("http://127.0.0.1:1")
+	require.NoError(t, err)
+	r, err := Start([]Route{{Name: "anthropic", Upstream: u, Credential: key("x-api-key", "sk-real"), Paths: messages}}, Options{})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	second := make(chan error, 1)
+	go func() { second <- r.Close() }()
+	select {
+	case err := <-second:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second Close has not returned after 10 s")
+	}
+}
