@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -132,28 +131,9 @@ func appendRaw(t *testing.T, p runs.Paths, s string) {
 	require.NoError(t, errors.Join(err, f.Close()))
 }
 
-// syncBuffer is a bytes.Buffer safe to write from one goroutine while
-// another reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // followLogs runs `spawn logs -f` on the run in repo in the background;
 // the channel gives its error when it returns.
-func followLogs(ctx context.Context, t *testing.T, repo string, out, errw *syncBuffer) <-chan error {
+func followLogs(ctx context.Context, t *testing.T, repo string, out, errw *testenv.SyncBuffer) <-chan error {
 	t.Helper()
 	d := &deps{io: IO{In: strings.NewReader(""), Out: out, Err: errw}, env: os.Environ()}
 	done := make(chan error, 1)
@@ -164,7 +144,7 @@ func followLogs(ctx context.Context, t *testing.T, repo string, out, errw *syncB
 }
 
 // awaitOutput waits (up to 10 seconds) until out holds want.
-func awaitOutput(t *testing.T, out *syncBuffer, want string) {
+func awaitOutput(t *testing.T, out *testenv.SyncBuffer, want string) {
 	t.Helper()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), want) }, 10*time.Second, 5*time.Millisecond,
 		"the output never held %q; it is:\n%s", want, out.String())
@@ -181,7 +161,7 @@ func TestLogsFollowsALiveRunUntilItFinishes(t *testing.T) {
 	repo, run := liveRegistryRun(t,
 		observability.Event{Kind: observability.EventPhase, Phase: observability.PhaseSandbox, Text: "/sb"},
 		toolEvent("Read", "/sb/a.go"))
-	var out, errw syncBuffer
+	var out, errw testenv.SyncBuffer
 	done := followLogs(context.Background(), t, repo, &out, &errw)
 	awaitOutput(t, &out, "tool:   Read a.go\n")
 
@@ -214,7 +194,7 @@ func TestLogsFollowsALiveRunUntilItFinishes(t *testing.T) {
 // run is no longer live and returns, saying so.
 func TestLogsFollowReturnsWhenTheRunsProcessDies(t *testing.T) {
 	repo, run := liveRegistryRun(t, toolEvent("Read", "a.go"))
-	var out, errw syncBuffer
+	var out, errw testenv.SyncBuffer
 	done := followLogs(context.Background(), t, repo, &out, &errw)
 	awaitOutput(t, &out, "Read a.go")
 	require.NoError(t, run.Close()) // as the kernel does when the process dies
@@ -231,7 +211,7 @@ func TestLogsFollowReturnsWhenTheRunsProcessDies(t *testing.T) {
 func TestLogsFollowStopsOnCtrlC(t *testing.T) {
 	repo, _ := liveRegistryRun(t, toolEvent("Read", "a.go"))
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errw syncBuffer
+	var out, errw testenv.SyncBuffer
 	done := followLogs(ctx, t, repo, &out, &errw)
 	awaitOutput(t, &out, "Read a.go")
 	cancel()

@@ -53,7 +53,7 @@ func mcpEnv(t *testing.T, sc modelserver.Scenario, repo string) ([]string, *mode
 // on repo, and returns it with the progress notifications it got.
 func mcpClient(t *testing.T, env []string, repo string) (*mcp.ClientSession, *progressLog) {
 	t.Helper()
-	d := &deps{io: IO{In: strings.NewReader(""), Out: &strings.Builder{}, Err: &syncBuffer{}}, env: env}
+	d := &deps{io: IO{In: strings.NewReader(""), Out: &strings.Builder{}, Err: &testenv.SyncBuffer{}}, env: env}
 	opts := d.mcpOptions(repo)
 	opts.Poll, opts.ProgressEvery = 50*time.Millisecond, 200*time.Millisecond
 	ctx := context.Background()
@@ -252,7 +252,7 @@ func TestMCPStdioServer(t *testing.T) {
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress.add(req.Params) },
 	})
 	cmd := exec.Command(os.Args[0], "mcp")
-	cmd.Dir, cmd.Env, cmd.Stderr = repo, env, &syncBuffer{}
+	cmd.Dir, cmd.Env, cmd.Stderr = repo, env, &testenv.SyncBuffer{}
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	require.NoError(t, err)
 
