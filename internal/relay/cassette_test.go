@@ -39,15 +39,7 @@ func sse(t testing.TB) *url.URL {
 
 func post(t testing.TB, target, k, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", target, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("x-api-key", k)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	return send(t, http.DefaultClient, target, k, strings.NewReader(body))
 }
 
 func redactor(secrets ...string) func(string) string {

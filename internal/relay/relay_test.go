@@ -23,19 +23,40 @@ func key(name, value string) func() (Header, error) {
 	return func() (Header, error) { return Header{name, value}, nil }
 }
 
-// do sends a POST to target with the key in x-api-key and returns the
-// status and the body.
-func do(t testing.TB, target, k string) (int, string) {
+// send sends a POST of body to target by client, with the key k in
+// x-api-key, and returns the status and the answer's body.
+func send(t testing.TB, client *http.Client, target, k string, body io.Reader) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", target, strings.NewReader("{}"))
+	req, err := http.NewRequest("POST", target, body)
 	require.NoError(t, err)
 	req.Header.Set("x-api-key", k)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	said, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	return resp.StatusCode, string(body)
+	return resp.StatusCode, string(said)
+}
+
+// do sends a POST of "{}" to target with the key k and returns the status
+// and the answer's body.
+func do(t testing.TB, target, k string) (int, string) {
+	t.Helper()
+	return send(t, http.DefaultClient, target, k, strings.NewReader("{}"))
+}
+
+// relayTo starts a relay with one route, "anthropic", to upstream, closed
+// when the test ends, and returns it with a key made for the coder's seat.
+func relayTo(t testing.TB, upstream string) (*Relay, string) {
+	t.Helper()
+	u, err := url.Parse(upstream)
+	require.NoError(t, err)
+	r, err := Start([]Route{{Name: "anthropic", Upstream: u, Credential: key("x-api-key", "sk-real"), Paths: messages}}, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	k, err := r.Grant("anthropic", "coder")
+	require.NoError(t, err)
+	return r, k
 }
 
 // An agent holding only the key its seat was given reaches the model API,
@@ -318,33 +339,21 @@ func TestARequestReachesTheModelWholeUpToTheAPIsLimit(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	defer up.Close()
-	u, err := url.Parse(up.URL)
-	require.NoError(t, err)
-	r, err := Start([]Route{{Name: "anthropic", Upstream: u, Credential: key("x-api-key", "sk-real"), Paths: messages}}, Options{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, r.Close()) }()
-	k, err := r.Grant("anthropic", "coder")
-	require.NoError(t, err)
-	send := func(n int, streamed bool) (int, string) {
+	r, k := relayTo(t, up.URL)
+	sendN := func(n int, streamed bool) (int, string) {
 		var body io.Reader = bytes.NewReader(bytes.Repeat([]byte("x"), n))
 		if streamed {
 			body = io.MultiReader(body) // no length: sent chunked
 		}
-		req, err := http.NewRequest("POST", r.URL("anthropic")+"/v1/messages", body)
-		require.NoError(t, err)
-		req.Header.Set("x-api-key", k)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		said, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return resp.StatusCode, string(said)
+		return send(t, http.DefaultClient, r.URL("anthropic")+"/v1/messages", k, body)
 	}
-	code, _ := send(maxRequestBody, false)
+	code, said := sendN(maxRequestBody, false)
 	assert.Equal(t, http.StatusOK, code)
-	code, _ = send(1000, true)
+	assert.Equal(t, "ok", said)
+	code, said = sendN(1000, true)
 	assert.Equal(t, http.StatusOK, code)
-	code, said := send(maxRequestBody+1, true)
+	assert.Equal(t, "ok", said)
+	code, said = sendN(maxRequestBody+1, true)
 	assert.Equal(t, http.StatusRequestEntityTooLarge, code)
 	assert.Contains(t, said, "longer than 32 MiB")
 	assert.Equal(t, []int{maxRequestBody, 1000}, got, "what reached the model")
