@@ -413,7 +413,9 @@ func (r *Relay) proxy(rt Route) http.Handler {
 }
 
 // maxRequestBody bounds the request the relay reads whole (wholeBody):
-// the model APIs take at most 32 MB.
+// the model APIs take at most 32 MB. A request is read once it holds one of
+// its seat's slots, so a seat's key, whoever holds it, has the relay hold at
+// most seatFlights such bodies at once.
 const maxRequestBody = 32 << 20
 
 // errRequestTooLarge is wholeBody's error for a body over maxRequestBody.
@@ -425,6 +427,9 @@ var errRequestTooLarge = fmt.Errorf("its body is longer than %d MiB", maxRequest
 func wholeBody(req *http.Request) error {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil
+	}
+	if req.ContentLength > maxRequestBody {
+		return errors.Join(errRequestTooLarge, req.Body.Close())
 	}
 	b, err := io.ReadAll(io.LimitReader(req.Body, maxRequestBody+1))
 	if err == nil && len(b) > maxRequestBody {

@@ -353,9 +353,11 @@ func TestARequestReachesTheModelWholeUpToTheAPIsLimit(t *testing.T) {
 	code, said = sendN(1000, true)
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, "ok", said)
-	code, said = sendN(maxRequestBody+1, true)
-	assert.Equal(t, http.StatusRequestEntityTooLarge, code)
-	assert.Contains(t, said, "longer than 32 MiB")
+	for _, streamed := range []bool{true, false} {
+		code, said = sendN(maxRequestBody+1, streamed)
+		assert.Equal(t, http.StatusRequestEntityTooLarge, code, "streamed %v", streamed)
+		assert.Contains(t, said, "longer than 32 MiB")
+	}
 	assert.Equal(t, []int{maxRequestBody, 1000}, got, "what reached the model")
 }
 
