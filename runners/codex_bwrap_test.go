@@ -14,7 +14,8 @@ import (
 )
 
 // spawnBwrap returns the bubblewrap argv spawn runs an agent under (its
-// namespaces, / read-only, the given paths writable), up to "--", or skips
+// namespaces, / read-only, a private /tmp, the given paths writable), up
+// to "--", or skips
 // the test where bubblewrap cannot run, except under CI=true. The network
 // is not unshared: the scripted server listens on the host's loopback.
 func spawnBwrap(t *testing.T, extra []string, writable ...string) []string {
@@ -22,7 +23,10 @@ func spawnBwrap(t *testing.T, extra []string, writable ...string) []string {
 	base := []string{"--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid",
 		"--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"}
 	testenv.Bubblewrap(t, append(base, "--")...)
-	args := append([]string{"bwrap"}, append(base, extra...)...)
+	// /tmp is private and writable, as in spawn's sandbox: codex's own
+	// sandbox makes /tmp a writable root, and masks .git and .agents under
+	// it with mounts, which need their mount points made.
+	args := append([]string{"bwrap"}, append(append(base, "--tmpfs", "/tmp"), extra...)...)
 	for _, p := range writable {
 		args = append(args, "--bind", p, p)
 	}
