@@ -2,7 +2,9 @@ package runners
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -148,7 +150,79 @@ func TestASessionsTextKeepsItsEnd(t *testing.T) {
 	if !utf8.ValidString(got) {
 		t.Fatal("the cut split a character")
 	}
-	if cap(long.b) > 4*maxSessionText {
-		t.Fatalf("the text holds %d bytes", cap(long.b))
+	if held := kept(&long); held > 2*maxSessionText {
+		t.Fatalf("the text holds %d bytes", held)
+	}
+}
+
+// kept is how many bytes of text t holds.
+func kept(t *sessionText) int {
+	n := 0
+	for _, c := range t.chunks {
+		n += len(c)
+	}
+	return n
+}
+
+// A session's text is the whole text's end whatever the sizes of its
+// chunks, one longer than what is kept among them: the text written
+// whole, then cut once.
+func TestASessionsTextIsTheEndOfTheWholeText(t *testing.T) {
+	const max = maxSessionText
+	type chunk struct {
+		turn int
+		text string
+	}
+	ascii := func(n int) string { return strings.Repeat("a", n) }
+	check := func(name string, chunks []chunk) {
+		t.Helper()
+		var text sessionText
+		var whole strings.Builder
+		for i, c := range chunks {
+			if i > 0 && c.turn != chunks[i-1].turn && whole.Len() > 0 {
+				whole.WriteString("\n\n")
+			}
+			whole.WriteString(c.text)
+			text.add(c.turn, c.text)
+		}
+		want := whole.String()
+		if len(want) > max {
+			want = "[spawn: the start of the agent's text is cut here]\n" + tail(want, max)
+		}
+		if got := text.String(); got != want {
+			t.Fatalf("%s: %d bytes, starting %q, want %d, starting %q", name, len(got), got[:min(len(got), 60)], len(want), want[:min(len(want), 60)])
+		}
+		if held := kept(&text); held > 2*max {
+			t.Fatalf("%s: the text holds %d bytes", name, held)
+		}
+	}
+	check("exactly the limit", []chunk{{1, ascii(max)}})
+	check("the limit with a blank line", []chunk{{1, "x"}, {2, ascii(max - 3)}})
+	check("a byte over it", []chunk{{1, "x"}, {1, ascii(max)}})
+	check("a byte over it, blank line", []chunk{{1, "x"}, {2, ascii(max - 2)}})
+	check("cut inside a character", []chunk{{1, "éé"}, {1, ascii(max - 1)}})
+	check("cut inside a blank line", []chunk{{1, "x"}, {2, ascii(max - 1)}})
+	check("a chunk over it", []chunk{{1, "x"}, {1, "é" + ascii(max)}})
+	check("a chunk just over it, alone", []chunk{{1, "é" + ascii(max-1)}})
+	check("a chunk over it, alone", []chunk{{1, "é" + ascii(max)}})
+	check("after a chunk over it", []chunk{{1, ascii(3 * max)}, {2, "y"}, {2, "z"}})
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := []int{0, 1, 3, 1000, 64 << 10, max - 1, max, max + 1, 3 * max}
+	for trial := range 30 {
+		var chunks []chunk
+		turn := 0
+		for range rng.IntN(12) {
+			if rng.IntN(3) == 0 {
+				turn++
+			}
+			n := sizes[rng.IntN(len(sizes))]
+			if rng.IntN(2) == 0 {
+				n = rng.IntN(max / 2)
+			}
+			// Characters of 1, 2 and 3 bytes, the last one cut.
+			chunks = append(chunks, chunk{turn, strings.Repeat("aé€", n/6+1)[:n]})
+		}
+		check(fmt.Sprintf("trial %d", trial), chunks)
 	}
 }
