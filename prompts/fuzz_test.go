@@ -2,6 +2,7 @@ package prompts
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
@@ -66,4 +67,64 @@ func FuzzParseReview(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzScanObjects holds scanObjects to scanObjectsByLevel, a reading that
+// keeps each open level's objects apart: the same objects in the same
+// order, and the same unclosed braces.
+func FuzzScanObjects(f *testing.F) {
+	f.Add(`a {"x": "}"} b {"y": {"z": 1}} c { d {"w": 2} {"v": [3]}`)
+	f.Add(`{ {"a": {}} { {"b": "{"} } {`)
+	f.Add("{\"a\\\"}\": 1} {{}{}}{")
+	f.Fuzz(func(t *testing.T, s string) {
+		got, want := scanObjects(s), scanObjectsByLevel(s)
+		if !slices.Equal(got.objects, want.objects) || !slices.Equal(got.unclosed, want.unclosed) {
+			t.Fatalf("scanObjects(%q) = %+v, want %+v", s, got, want)
+		}
+	})
+}
+
+// scanObjectsByLevel is scanObjects as it was first written: the objects
+// closed inside each open '{' in a list of their own.
+func scanObjectsByLevel(s string) objects {
+	var (
+		res   objects
+		stack []int    // offsets of the open '{'
+		kids  [][]span // kids[d]: maximal closed spans directly inside stack[d]
+		str   jsonString
+	)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if len(stack) == 0 {
+			if c == '{' {
+				stack = append(stack, i)
+				kids = append(kids, nil)
+			}
+			continue
+		}
+		if str.step(c) {
+			continue
+		}
+		switch c {
+		case '{':
+			stack = append(stack, i)
+			kids = append(kids, nil)
+		case '}':
+			sp := span{stack[len(stack)-1], i + 1}
+			stack = stack[:len(stack)-1]
+			kids = kids[:len(kids)-1]
+			if len(stack) == 0 {
+				res.objects = append(res.objects, sp)
+			} else {
+				kids[len(kids)-1] = append(kids[len(kids)-1], sp)
+			}
+		}
+	}
+	// Objects closed inside a never-closed one: every open '{' on the stack
+	// comes after all the spans of the levels below it, so the order holds.
+	for _, k := range kids {
+		res.objects = append(res.objects, k...)
+	}
+	res.unclosed = stack
+	return res
 }

@@ -42,18 +42,24 @@ func (js *jsonString) step(c byte) bool {
 // inside, JSON strings and their escapes are respected, so braces in
 // strings do not count. Brackets are not matched: decoding checks them.
 func scanObjects(s string) objects {
+	type level struct {
+		open int // the offset of its '{'
+		kids int // where its closed spans start in closed
+	}
 	var (
 		res   objects
-		stack []int    // offsets of the open '{'
-		kids  [][]span // kids[d]: maximal closed spans directly inside stack[d]
-		str   jsonString
+		stack []level
+		// closed are the maximal closed spans inside the open levels, the
+		// lowest level's first: a level's spans all closed before the
+		// next level opened.
+		closed []span
+		str    jsonString
 	)
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if len(stack) == 0 {
 			if c == '{' {
-				stack = append(stack, i)
-				kids = append(kids, nil)
+				stack = append(stack, level{i, len(closed)})
 			}
 			continue
 		}
@@ -62,25 +68,23 @@ func scanObjects(s string) objects {
 		}
 		switch c {
 		case '{':
-			stack = append(stack, i)
-			kids = append(kids, nil)
+			stack = append(stack, level{i, len(closed)})
 		case '}':
-			sp := span{stack[len(stack)-1], i + 1}
-			stack = stack[:len(stack)-1]
-			kids = kids[:len(kids)-1]
+			top := stack[len(stack)-1]
+			sp := span{top.open, i + 1}
+			stack, closed = stack[:len(stack)-1], closed[:top.kids]
 			if len(stack) == 0 {
 				res.objects = append(res.objects, sp)
 			} else {
-				kids[len(kids)-1] = append(kids[len(kids)-1], sp)
+				closed = append(closed, sp)
 			}
 		}
 	}
-	// Objects closed inside a never-closed one: every open '{' on the stack
-	// comes after all the spans of the levels below it, so the order holds.
-	for _, k := range kids {
-		res.objects = append(res.objects, k...)
+	// Objects closed inside a never-closed one, in order.
+	res.objects = append(res.objects, closed...)
+	for _, l := range stack {
+		res.unclosed = append(res.unclosed, l.open)
 	}
-	res.unclosed = stack
 	return res
 }
 
