@@ -106,55 +106,33 @@ const maxSessionText = 4 << 20
 // sessionText is an agent's text over a session, as a Result's Text: the
 // chunks of a model turn together, a blank line between turns, and at most
 // the last maxSessionText bytes of it, so that a long session's memory
-// stays flat (its events carried every chunk as it came). It keeps the
-// chunks the parser made rather than copying them into one buffer that
-// grows: a session can write hundreds of MiB of text.
-//
-// The chunks kept are the whole text, or more than its last
-// maxSessionText bytes: String cuts them where the whole text would be
-// cut.
+// stays flat (its events carried every chunk as it came).
 type sessionText struct {
-	chunks []string // the kept text, in order: its chunks and the blank lines
-	n      int      // the kept text's length
-	turn   int      // the model turn the text so far ends in
+	b    []byte
+	turn int  // the model turn the text so far ends in
+	cut  bool // the text's start was dropped
 }
 
 // add appends a chunk of model turn turn.
 func (t *sessionText) add(turn int, chunk string) {
-	if t.n > 0 && t.turn != turn {
-		t.keep("\n\n")
+	if len(t.b) > 0 && t.turn != turn {
+		t.b = append(t.b, "\n\n"...)
 	}
-	t.turn = turn
-	if len(chunk) > maxSessionText+1 {
-		// Its end is all that is kept, without the rest of the string.
-		chunk = strings.Clone(chunk[len(chunk)-maxSessionText-1:])
+	t.b, t.turn = append(t.b, chunk...), turn
+	if len(t.b) > 2*maxSessionText {
+		t.b, t.cut = append(t.b[:0], tail(t.b, maxSessionText)...), true
 	}
-	t.keep(chunk)
-}
-
-// keep appends s to the kept text and drops the chunks at its start that
-// its last maxSessionText bytes do not reach.
-func (t *sessionText) keep(s string) {
-	t.chunks, t.n = append(t.chunks, s), t.n+len(s)
-	drop := 0
-	for t.n-len(t.chunks[drop]) > maxSessionText {
-		t.n -= len(t.chunks[drop])
-		drop++
-	}
-	clear(t.chunks[:drop]) // the dropped strings are not held
-	t.chunks = t.chunks[drop:]
 }
 
 func (t *sessionText) String() string {
-	text := strings.Join(t.chunks, "")
-	if len(text) <= maxSessionText {
-		return text
+	if !t.cut && len(t.b) <= maxSessionText {
+		return string(t.b)
 	}
-	return "[spawn: the start of the agent's text is cut here]\n" + tail(text, maxSessionText)
+	return "[spawn: the start of the agent's text is cut here]\n" + string(tail(t.b, maxSessionText))
 }
 
 // tail is the last n bytes of b at most, starting on a UTF-8 character.
-func tail(b string, n int) string {
+func tail(b []byte, n int) []byte {
 	if len(b) <= n {
 		return b
 	}
