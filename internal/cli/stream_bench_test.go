@@ -112,7 +112,7 @@ func BenchmarkStreamWhole(b *testing.B) {
 			}
 			load, loadKnown := testenv.LoadAverage()
 			var spawnTime, catTime, baselineTime, spawnCPU, baselineCPU time.Duration
-			var rss int64
+			var rss, baselineRSS int64
 			b.SetBytes(size)
 			b.ResetTimer()
 			for range b.N {
@@ -124,9 +124,10 @@ func BenchmarkStreamWhole(b *testing.B) {
 				if baseline != "" {
 					old := *run
 					old.bin = baseline
-					d, _, cpu := old.spawn(b, stream, size)
+					d, kb, cpu := old.spawn(b, stream, size)
 					baselineTime += d
 					baselineCPU += cpu
+					baselineRSS = max(baselineRSS, kb)
 				}
 			}
 			b.StopTimer()
@@ -143,6 +144,7 @@ func BenchmarkStreamWhole(b *testing.B) {
 			if baseline != "" {
 				b.ReportMetric(float64(size)/1e6/(baselineTime.Seconds()/n), "baseline-MB/s")
 				b.ReportMetric(float64(baselineCPU.Milliseconds())/n, "baseline-cpu-ms")
+				b.ReportMetric(float64(baselineRSS)/1024, "baseline-rss-MB")
 			}
 		})
 	}
