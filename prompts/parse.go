@@ -111,9 +111,10 @@ func selectObject(text string) (map[string]json.RawMessage, error) {
 				chosen = m
 			}
 		}
-		for _, u := range sc.unclosed {
-			unclosed = append(unclosed, region.start+u)
+		for i := range sc.unclosed {
+			sc.unclosed[i] += region.start
 		}
+		unclosed = append(unclosed, sc.unclosed...)
 	}
 	if len(found) > 1 {
 		return nil, tooManyObjects(text, found[0].start, found[1].start)

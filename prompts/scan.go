@@ -47,8 +47,11 @@ func scanObjects(s string) objects {
 		kids int // where its closed spans start in closed
 	}
 	var (
-		res   objects
-		stack []level
+		res objects
+		// As deep as the braces may go, at once: growing it a level at
+		// a time copied an answer of a million open braces' levels
+		// again and again.
+		stack = make([]level, 0, strings.Count(s, "{"))
 		// closed are the maximal closed spans inside the open levels, the
 		// lowest level's first: a level's spans all closed before the
 		// next level opened.
@@ -82,8 +85,9 @@ func scanObjects(s string) objects {
 	}
 	// Objects closed inside a never-closed one, in order.
 	res.objects = append(res.objects, closed...)
-	for _, l := range stack {
-		res.unclosed = append(res.unclosed, l.open)
+	res.unclosed = make([]int, len(stack))
+	for i, l := range stack {
+		res.unclosed[i] = l.open
 	}
 	return res
 }
