@@ -25,8 +25,10 @@ func spawnBwrap(t *testing.T, extra []string, writable ...string) []string {
 	testenv.Bubblewrap(t, append(base, "--")...)
 	// /tmp is private and writable, as in spawn's sandbox: codex's own
 	// sandbox makes /tmp a writable root, and masks .git and .agents under
-	// it with mounts, which need their mount points made.
-	args := append([]string{"bwrap"}, append(append(base, "--tmpfs", "/tmp"), extra...)...)
+	// it with mounts, which need their mount points made. The checkout,
+	// where codex is installed, is shown again: it may be under /tmp.
+	root := testenv.Root(t)
+	args := append([]string{"bwrap"}, append(append(base, "--tmpfs", "/tmp", "--ro-bind", root, root), extra...)...)
 	for _, p := range writable {
 		args = append(args, "--bind", p, p)
 	}
