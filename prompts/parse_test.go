@@ -271,15 +271,7 @@ func TestParseReviewLargeInputs(t *testing.T) {
 	for _, in := range adversarialAnswers(MaxAnswerSize - 1024) {
 		t.Run(in.name, func(t *testing.T) {
 			require.LessOrEqual(t, len(in.text), MaxAnswerSize)
-			r, err := ParseReview(in.text)
-			if in.verdict != "" {
-				require.NoError(t, err)
-				assert.Equal(t, in.verdict, r.Verdict)
-				return
-			}
-			var pe *ParseError
-			require.ErrorAs(t, err, &pe)
-			assert.Contains(t, pe.Reason, in.reason)
+			in.check(t)
 		})
 	}
 }
@@ -292,14 +284,34 @@ type adversarialAnswer struct {
 	verdict            observability.ReviewVerdict
 }
 
+// check parses the answer and checks what ParseReview made of it.
+func (in adversarialAnswer) check(tb testing.TB) {
+	tb.Helper()
+	r, err := ParseReview(in.text)
+	if in.verdict != "" {
+		require.NoError(tb, err, in.name)
+		assert.Equal(tb, in.verdict, r.Verdict, in.name)
+		return
+	}
+	var pe *ParseError
+	require.ErrorAs(tb, err, &pe, in.name)
+	assert.Contains(tb, pe.Reason, in.reason, in.name)
+}
+
 // adversarialAnswers are the adversarial answers of about n bytes.
 func adversarialAnswers(n int) []adversarialAnswer {
 	const none = `no JSON object with a "verdict" key found`
+	// Nested deeper than encoding/json's 10,000 levels, the decoder stops
+	// at the depth; less deep, at the first '}' where a value should be.
+	deep := "exceeded max depth"
+	if n/24 <= 10000 {
+		deep = "invalid character '}' looking for beginning of value"
+	}
 	return []adversarialAnswer{
 		{name: "open braces", text: strings.Repeat("{", n), reason: none},
 		{name: "open braces and keys", text: strings.Repeat(`{"verdict":`, n/11), reason: "is never closed; it looks cut off"},
 		{name: "closed braces", text: strings.Repeat("{}", n/2), reason: none},
-		{name: "nested objects", text: strings.Repeat(`{"verdict":`, n/24) + strings.Repeat("}", n/24), reason: "exceeded max depth"},
+		{name: "nested objects", text: strings.Repeat(`{"verdict":`, n/24) + strings.Repeat("}", n/24), reason: deep},
 		{name: "small answers", text: strings.Repeat(answer("approve", "")+"\n", n/64), reason: "more than one JSON object"},
 		{name: "commas", text: "{\"verdict\": [1" + strings.Repeat(",          ", n/11) + "]}", reason: "invalid character ','"},
 		{name: "fences", text: strings.Repeat("```json\n{\n", n/10), reason: none},
@@ -315,19 +327,20 @@ func BenchmarkParseReviewAdversarial(b *testing.B) {
 	small := adversarialAnswers((MaxAnswerSize - 1024) / 8)
 	for i, in := range adversarialAnswers(MaxAnswerSize - 1024) {
 		b.Run(strings.ReplaceAll(in.name, " ", "-"), func(b *testing.B) {
-			// Once each first: the memory the parses use is the
-			// process's already.
-			_, _ = ParseReview(in.text)
-			_, _ = ParseReview(small[i].text)
+			// Once each first, checked: the timed parses below end as
+			// these did, and the memory they use is the process's
+			// already.
+			in.check(b)
+			small[i].check(b)
 			b.ResetTimer()
 			var full, eighths time.Duration
 			for range b.N {
 				start := time.Now()
-				_, _ = ParseReview(in.text)
+				ParseReview(in.text) //nolint:errcheck // its outcome is checked above
 				full += time.Since(start)
 				start = time.Now()
 				for range 8 {
-					_, _ = ParseReview(small[i].text)
+					ParseReview(small[i].text) //nolint:errcheck // its outcome is checked above
 				}
 				eighths += time.Since(start)
 			}

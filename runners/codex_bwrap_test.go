@@ -15,9 +15,9 @@ import (
 
 // spawnBwrap returns the bubblewrap argv spawn runs an agent under (its
 // namespaces, / read-only, a private /tmp, the given paths writable), up
-// to "--", or skips
-// the test where bubblewrap cannot run, except under CI=true. The network
-// is not unshared: the scripted server listens on the host's loopback.
+// to "--", or skips the test where bubblewrap cannot run, except under
+// CI=true. The network is not unshared: the scripted server listens on
+// the host's loopback.
 func spawnBwrap(t *testing.T, extra []string, writable ...string) []string {
 	t.Helper()
 	base := []string{"--die-with-parent", "--new-session", "--unshare-user", "--unshare-pid",
