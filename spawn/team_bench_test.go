@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/demo"
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
@@ -27,7 +28,10 @@ import (
 // command_lines. Metrics: overhead-ms per agent process, overhead-% of
 // the wall time, the wall and agent times, and where the overhead goes:
 // setup-ms before the first agent, between-ms from one agent's end to the
-// next one's start (mean), finish-ms after the last.
+// next one's start (mean), finish-ms after the last; and of the overhead,
+// waited-ms/proc spawn spent waiting for the processes it needs (git,
+// bubblewrap, its git helper: proc.Trace) and code-ms/proc the rest, its
+// own code.
 func BenchmarkPingpongOverhead(b *testing.B) {
 	reg := runners.NewRegistry()
 	bins := map[string]string{"claude": testenv.Claude(b), "codex": testenv.Codex(b), "gemini": testenv.Gemini(b)}
@@ -62,9 +66,11 @@ func BenchmarkPingpongOverhead(b *testing.B) {
 						b.Fatal(err)
 					}
 					env := testenv.Env(b, senv...)
+					var w waits
+					ctx := proc.WithTrace(context.Background(), &proc.Trace{Waited: w.add})
 					b.StartTimer()
 					start := time.Now()
-					rec, err := Run(context.Background(), Options{Task: demo.Task, RepoDir: repo.Dir, Config: cfg, Env: env}, nil)
+					rec, err := Run(ctx, Options{Task: demo.Task, RepoDir: repo.Dir, Config: cfg, Env: env}, nil)
 					end := time.Now()
 					if err != nil {
 						b.Fatal(err)
@@ -72,7 +78,7 @@ func BenchmarkPingpongOverhead(b *testing.B) {
 					if rec.Verdict != observability.VerdictApproved {
 						b.Fatalf("verdict %s, want approved", rec.Verdict)
 					}
-					o.add(start, end, rec.CommandLines)
+					o.add(start, end, rec.CommandLines, &w)
 				}
 				o.report(b)
 			})
@@ -81,14 +87,16 @@ func BenchmarkPingpongOverhead(b *testing.B) {
 }
 
 // overhead adds up where a run's wall time went: the agents' processes,
-// and spawn's own time before the first, between two, and after the last.
+// and spawn's own time before the first, between two, and after the last;
+// and of that own time, how much spawn spent waiting for processes.
 type overhead struct {
 	runs                                 int
 	procs                                int
 	wall, agents, setup, between, finish time.Duration
+	waited                               time.Duration
 }
 
-func (o *overhead) add(start, end time.Time, cls []observability.CommandLine) {
+func (o *overhead) add(start, end time.Time, cls []observability.CommandLine, w *waits) {
 	o.runs++
 	o.wall += end.Sub(start)
 	last := start
@@ -101,9 +109,57 @@ func (o *overhead) add(start, end time.Time, cls []observability.CommandLine) {
 		} else {
 			o.between += cl.StartedAt.Sub(last)
 		}
+		o.waited += w.within(last, cl.StartedAt)
 		last = cl.StartedAt.Add(d)
 	}
 	o.finish += end.Sub(last)
+	o.waited += w.within(last, end)
+}
+
+// waits are the spans a run spent waiting for processes (proc.Trace).
+type waits struct {
+	mu    sync.Mutex
+	spans [][2]time.Time
+}
+
+func (w *waits) add(_ string, start, end time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.spans = append(w.spans, [2]time.Time{start, end})
+}
+
+// within is how long, from..to, at least one wait ran: waits that ran at
+// the same time count once.
+func (w *waits) within(from, to time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var spans [][2]time.Time
+	for _, s := range w.spans {
+		a, b := s[0], s[1]
+		if a.Before(from) {
+			a = from
+		}
+		if b.After(to) {
+			b = to
+		}
+		if a.Before(b) {
+			spans = append(spans, [2]time.Time{a, b})
+		}
+	}
+	slices.SortFunc(spans, func(x, y [2]time.Time) int { return x[0].Compare(y[0]) })
+	var total time.Duration
+	var end time.Time
+	for _, s := range spans {
+		switch {
+		case !s[0].Before(end): // after every span before it
+			total += s[1].Sub(s[0])
+			end = s[1]
+		case s[1].After(end): // overlaps the last, and goes on
+			total += s[1].Sub(end)
+			end = s[1]
+		}
+	}
+	return total
 }
 
 func (o *overhead) report(b *testing.B) {
@@ -116,6 +172,8 @@ func (o *overhead) report(b *testing.B) {
 	}
 	b.ReportMetric(ms(o.finish)/n, "finish-ms")
 	b.ReportMetric(ms(over)/float64(o.procs), "overhead-ms/proc")
+	b.ReportMetric(ms(o.waited)/float64(o.procs), "waited-ms/proc")
+	b.ReportMetric(ms(over-o.waited)/float64(o.procs), "code-ms/proc")
 	b.ReportMetric(100*over.Seconds()/o.wall.Seconds(), "overhead-%")
 	b.ReportMetric(ms(o.wall)/n, "wall-ms")
 	b.ReportMetric(ms(o.agents)/n, "agents-ms")
@@ -272,4 +330,29 @@ func spawnBinary(b *testing.B) string {
 		b.Fatalf("go build: %v: %s", err, out)
 	}
 	return bin
+}
+
+// TestWaitsWithin holds the profile's arithmetic: waits that overlap count
+// once, and only their part within the window counts.
+func TestWaitsWithin(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	var w waits
+	for _, s := range [][2]int{{10, 30}, {20, 40}, {25, 35}, {50, 60}, {90, 120}, {200, 210}} {
+		w.add("git", at(s[0]), at(s[1]))
+	}
+	for _, c := range []struct {
+		from, to int
+		want     time.Duration
+	}{
+		{0, 100, 50 * time.Millisecond},  // 10-40 once, 50-60, 90-100
+		{35, 55, 10 * time.Millisecond},  // 35-40, 50-55
+		{60, 90, 0},                      // between waits
+		{0, 300, 80 * time.Millisecond},  // all of them
+		{100, 105, 5 * time.Millisecond}, // inside one
+	} {
+		if got := w.within(at(c.from), at(c.to)); got != c.want {
+			t.Errorf("within(%d, %d) = %v, want %v", c.from, c.to, got, c.want)
+		}
+	}
 }

@@ -110,6 +110,7 @@ func Run(ctx context.Context, c Cmd) ([]byte, error) {
 	if c.Stdin == nil {
 		c.Stdin = strings.NewReader("")
 	}
+	defer Waited(ctx, c.Path, time.Now())
 	p, err := startDirect(c)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unicode"
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
@@ -518,6 +519,7 @@ func (s *Sandbox) Inspect(ctx context.Context, jail Jail) (Status, error) {
 // same jail. A helper that broke is dropped; one that was gone before it
 // was asked (it died between two requests) is replaced once.
 func (s *Sandbox) ask(ctx context.Context, jail Jail, req helperRequest, packOut io.Writer) (helperAnswer, error) {
+	defer proc.Waited(ctx, "git helper", time.Now())
 	for retry := true; ; retry = false {
 		fresh := s.helper == nil
 		if fresh {
