@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -64,7 +63,7 @@ func (r *run) startCassette() error {
 	r.record.mu.Lock()
 	r.rec.Cassette = &observability.Cassette{Path: cassetteName, LimitBytes: relay.DefaultCassetteLimit}
 	r.record.mu.Unlock()
-	r.cleanups = append(r.cleanups, func() error {
+	r.cleanups = append(r.cleanups, func(context.Context) error {
 		sum, err := rec.Close()
 		r.record.mu.Lock()
 		r.rec.Cassette.Bytes, r.rec.Cassette.Exchanges, r.rec.Cassette.Truncated = sum.Bytes, sum.Exchanges, sum.Truncated
@@ -127,9 +126,7 @@ func kernelRelease() string {
 
 // fillTrees records each commit's tree, read from the repository the
 // run's branch is published in: what a replay of the run compares.
-func (r *run) fillTrees() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+func (r *run) fillTrees(ctx context.Context) error {
 	r.record.mu.Lock()
 	var shas []string
 	for _, c := range r.rec.Commits {

@@ -122,7 +122,7 @@ func Replay(ctx context.Context, opts ReplayOptions, sink Sink) (*observability.
 		Hurry: opts.Hurry, Grace: opts.Grace, Now: opts.Now, replay: p}
 	return run1(ctx, runOpts, sink, nil, func(ctx context.Context, r *run) (observability.Verdict, error) {
 		var verdict observability.Verdict
-		r.cleanups = append(r.cleanups, func() error { return r.compare(p, &verdict) })
+		r.cleanups = append(r.cleanups, func(context.Context) error { return r.compare(p, &verdict) })
 		v, err := team.Drive(ctx, r.pre.policy, r.opts.Task, r.pre.plan.Base, r)
 		verdict = v
 		return v, err

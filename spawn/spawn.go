@@ -260,12 +260,12 @@ type run struct {
 	inboxRead inboxRead
 
 	mu       sync.Mutex
-	procs    int             // agent processes started so far, numbering the transcripts
-	tamperN  int             // security findings spawn made so far, numbering them
-	refused  int             // tool calls the sandbox refused so far
-	cleanups []func() error  // run by finish
-	warned   map[string]bool // submodule leftovers already reported
-	noted    map[string]bool // seats whose agent's note (runners.Noter) was made
+	procs    int                           // agent processes started so far, numbering the transcripts
+	tamperN  int                           // security findings spawn made so far, numbering them
+	refused  int                           // tool calls the sandbox refused so far
+	cleanups []func(context.Context) error // run by finish, in order
+	warned   map[string]bool               // submodule leftovers already reported
+	noted    map[string]bool               // seats whose agent's note (runners.Noter) was made
 	// saved says the coder's work is all on the run's branch: a save
 	// succeeded after its last turn. Under bubblewrap or Seatbelt nothing
 	// else can write the worktree (a reviewer reads it), so finish has
@@ -310,7 +310,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	rec.Repo, rec.Base, rec.Branch, rec.SandboxPath = pre.plan.Repo.Dir, sb.Base, sb.Branch, sb.Path
 	rec.Isolation = conf.record()
 	rec.Seats = pre.seats.record()
-	r.rec, r.red, r.conf, r.cleanups = rec, red, conf, []func() error{conf.close}
+	r.rec, r.red, r.conf, r.cleanups = rec, red, conf, []func(context.Context) error{func(context.Context) error { return conf.close() }}
 	r.record = newRecorder(rec, dir.RecordPath(), red)
 	if err := r.record.save(); err != nil {
 		return nil, undo(errors.Join(fault.Errorf(fault.KindInternal, err, "%v", err), dir.Remove()))
@@ -375,21 +375,27 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	if r.mayHoldWork() {
 		errs = append(errs, r.commitLeftovers(ctx, r.lastRound()))
 	}
-	if err := r.sb.Close(); err != nil {
-		errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
-	}
+	// The git helper is not asked again: it ends (its sandbox torn down)
+	// while the rest is cleaned up, which needs nothing of it.
+	helperClosed := make(chan error, 1)
+	go func() { helperClosed <- r.sb.Close() }()
 	if r.gh != nil {
 		r.gh.PushLeftovers(ctx)
+	}
+	var cleanupErrs []error
+	for _, c := range r.cleanups {
+		if err := c(ctx); err != nil {
+			cleanupErrs = append(cleanupErrs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
+		}
+	}
+	r.cleanups = nil
+	if err := <-helperClosed; err != nil {
+		errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
 	}
 	if err := errors.Join(errs...); neverStarted(err, r.rec) {
 		errs = append(errs, r.removeEmptySandbox(ctx, err))
 	}
-	for _, c := range r.cleanups {
-		if err := c(); err != nil {
-			errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
-		}
-	}
-	r.cleanups = nil
+	errs = append(errs, cleanupErrs...)
 	r.record.mu.Lock()
 	r.rec.Usage.RelayedCostUSD = r.spend.relayedCost()
 	r.record.mu.Unlock()
