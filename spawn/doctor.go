@@ -39,12 +39,14 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 		checks = append(checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
 	}
 	environ := config.ReadEnvironment(env)
+	src := config.Source{File: configFile, RepoDir: repoDir, Env: env}
 	if repo, err := runs.OpenRepo(ctx, repoDir, env); err != nil {
 		add("repository", false, "%v", err)
 	} else {
 		add("repository", true, "%s", repo.Dir)
+		src.Top = repo.WorkTree
 	}
-	loaded, err := config.Load(ctx, config.Source{File: configFile, RepoDir: repoDir, Env: env})
+	loaded, err := config.Load(ctx, src)
 	cfg := loaded.Config
 	switch {
 	case err != nil:

@@ -184,7 +184,7 @@ func (d *deps) openConfigured(ctx context.Context, dir, file string, flags confi
 	if err != nil {
 		return nil, config.Loaded{}, err
 	}
-	loaded, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Env: d.env, Flags: flags})
+	loaded, err := config.Load(ctx, config.Source{File: file, RepoDir: repo.Dir, Top: repo.Dir, Env: d.env, Flags: flags})
 	return repo, loaded, err
 }
 
@@ -198,14 +198,17 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 	flags := opts.Limits
 	flags.Mode, flags.Model, flags.PRBase = observability.Mode(opts.Mode), opts.Model, opts.PRBase
 	flags.Coder, flags.Reviewers = opts.Coder, opts.Reviewers
-	loaded, err := config.Load(ctx, config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: flags})
-	if err != nil {
-		return rejected(task, err), err
-	}
 	// Runs whose spawn died are repaired before a new one starts. Outside
 	// a repository there is nothing to repair, and spawn.Run says why it
 	// cannot run there.
-	if _, err := d.openRepo(ctx, opts.Repo); err != nil && spawn.KindOf(err) != fault.KindRepo {
+	src := config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: flags}
+	if repo, err := d.openRepo(ctx, opts.Repo); err == nil {
+		src.Top = repo.WorkTree
+	} else if spawn.KindOf(err) != fault.KindRepo {
+		return rejected(task, err), err
+	}
+	loaded, err := config.Load(ctx, src)
+	if err != nil {
 		return rejected(task, err), err
 	}
 	sink := d.progressSink(opts.Progress, opts.JSON, opts.Quiet)

@@ -421,6 +421,10 @@ type Source struct {
 	File string
 	// RepoDir is a directory inside the repository ("" is the current one).
 	RepoDir string
+	// Top is the top of the work tree that holds RepoDir, when the caller
+	// has found it already (runs.Repo.WorkTree): Load then runs no git to
+	// find the repository's file. "" has Load find it.
+	Top string
 	// Env is the environment: SPAWN_* variables, XDG_CONFIG_HOME, HOME
 	// (ReadEnvironment).
 	Env []string
@@ -460,9 +464,12 @@ func Load(ctx context.Context, src Source) (Loaded, error) {
 	if dir == "" {
 		dir = "."
 	}
-	top := dir
-	if repo, err := git.Open(ctx, dir, src.Env); err == nil {
-		top = repo.Dir
+	top := src.Top
+	if top == "" {
+		top = dir
+		if repo, err := git.Open(ctx, dir, src.Env); err == nil {
+			top = repo.Dir
+		}
 	}
 	user, repoFile, err := Files(src.File, top, ReadEnvironment(src.Env))
 	if err != nil {

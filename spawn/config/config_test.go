@@ -203,6 +203,27 @@ func TestLoadConfigPrecedence(t *testing.T) {
 	assert.Empty(t, loaded.Notes, "shorter timeouts tighten")
 }
 
+// Given the top of the work tree (the caller found it), Load reads the
+// repository's file there and runs no git: with no git on PATH, the
+// file in the subdirectory the run names is not the one read.
+func TestLoadTakesTheTopItIsGiven(t *testing.T) {
+	top := t.TempDir()
+	sub := filepath.Join(top, "pkg")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(top, File), []byte("[spawn]\nidle_timeout = \"1m\"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sub, File), []byte("[spawn]\nidle_timeout = \"2m\"\n"), 0o644))
+	env := []string{"PATH=" + t.TempDir(), "XDG_CONFIG_HOME=" + t.TempDir()}
+
+	loaded, err := Load(context.Background(), Source{RepoDir: sub, Top: top, Env: env})
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(top, File)}, loaded.Files)
+	assert.Equal(t, time.Minute, loaded.Config.Spawn.IdleTimeout)
+
+	loaded, err = Load(context.Background(), Source{RepoDir: sub, Env: env})
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(sub, File)}, loaded.Files, "without git, the directory itself")
+}
+
 // A repository's spawn-team.toml may tighten security, never lower it:
 // each value of its that would lower it is not applied, the stricter
 // value stays, and a note names the key, the value asked and the value

@@ -23,7 +23,10 @@ import (
 type Repo struct {
 	// Dir is the top of the repository's main work tree, wherever in the
 	// repository (a subdirectory, a sandbox worktree) it was opened from.
-	Dir      string
+	Dir string
+	// WorkTree is the top of the work tree it was opened in: Dir, or a
+	// linked worktree's own.
+	WorkTree string
 	Git      git.Repo
 	Registry *Registry
 	env      []string
@@ -80,6 +83,7 @@ func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
 	environ := config.ReadEnvironment(env)
 	return &Repo{
 		Dir:      top,
+		WorkTree: tree.Dir,
 		Git:      git.Repo{Dir: top, Env: env},
 		Registry: Open(filepath.Join(top, sandbox.Dir)),
 		env:      env,
