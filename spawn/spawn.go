@@ -375,27 +375,21 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	if r.mayHoldWork() {
 		errs = append(errs, r.commitLeftovers(ctx, r.lastRound()))
 	}
-	// The git helper is not asked again: it ends (its sandbox torn down)
-	// while the rest is cleaned up, which needs nothing of it.
-	helperClosed := make(chan error, 1)
-	go func() { helperClosed <- r.sb.Close() }()
+	if err := r.sb.Close(); err != nil {
+		errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
+	}
 	if r.gh != nil {
 		r.gh.PushLeftovers(ctx)
-	}
-	var cleanupErrs []error
-	for _, c := range r.cleanups {
-		if err := c(ctx); err != nil {
-			cleanupErrs = append(cleanupErrs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
-		}
-	}
-	r.cleanups = nil
-	if err := <-helperClosed; err != nil {
-		errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
 	}
 	if err := errors.Join(errs...); neverStarted(err, r.rec) {
 		errs = append(errs, r.removeEmptySandbox(ctx, err))
 	}
-	errs = append(errs, cleanupErrs...)
+	for _, c := range r.cleanups {
+		if err := c(ctx); err != nil {
+			errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
+		}
+	}
+	r.cleanups = nil
 	r.record.mu.Lock()
 	r.rec.Usage.RelayedCostUSD = r.spend.relayedCost()
 	r.record.mu.Unlock()
