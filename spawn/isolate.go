@@ -198,6 +198,9 @@ func (c *confinement) close() error {
 	return errors.Join(errs...)
 }
 
+// cleanup is close as one of a run's cleanups (run.finish).
+func (c *confinement) cleanup(context.Context) error { return c.close() }
+
 // record is the isolation the record states.
 func (c *confinement) record() *observability.Isolation {
 	probe := isolation.NewCage(filepath.Base(c.root)+"-probe", c.limits, nil)

@@ -144,7 +144,7 @@ func reopen(ctx context.Context, repo *runs.Repo, dir *runs.Run, opts ResumeOpti
 		return nil, team.Progress{}, fault.Errorf(fault.KindInternal, err, "cannot confine the agents: %v", err)
 	}
 	red := observability.RedactorOf(environ.Secrets...)
-	r.red, r.conf, r.cleanups = red, conf, []func(context.Context) error{func(context.Context) error { return conf.close() }, r.fillTrees}
+	r.red, r.conf, r.cleanups = red, conf, []func(context.Context) error{conf.cleanup, r.fillTrees}
 	r.record = newRecorder(rec, dir.RecordPath(), red)
 	if r.log, err = runs.OpenEventLog(dir.EventsPath(), red); err != nil {
 		return nil, team.Progress{}, errors.Join(fault.Errorf(fault.KindInternal, err, "cannot write the event log: %v", err), conf.close())

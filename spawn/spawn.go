@@ -310,7 +310,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	rec.Repo, rec.Base, rec.Branch, rec.SandboxPath = pre.plan.Repo.Dir, sb.Base, sb.Branch, sb.Path
 	rec.Isolation = conf.record()
 	rec.Seats = pre.seats.record()
-	r.rec, r.red, r.conf, r.cleanups = rec, red, conf, []func(context.Context) error{func(context.Context) error { return conf.close() }}
+	r.rec, r.red, r.conf, r.cleanups = rec, red, conf, []func(context.Context) error{conf.cleanup}
 	r.record = newRecorder(rec, dir.RecordPath(), red)
 	if err := r.record.save(); err != nil {
 		return nil, undo(errors.Join(fault.Errorf(fault.KindInternal, err, "%v", err), dir.Remove()))
