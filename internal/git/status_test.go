@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,7 +21,8 @@ func TestStatusListsEveryPathToStageAndTheHead(t *testing.T) {
 		"u UU N... 100644 100644 100644 100644 aaa bbb ccc both.go\x00" +
 		"? dir/untracked file\x00"
 	got := parseStatusV2(out)
-	want := Status{Head: head, Branch: "main", Paths: []string{"a file.go", "gone.go", "old name.go", "new name.go", "moved-sub", "both.go", "dir/untracked file"}, unsure: map[string]bool{"both.go": true}}
+	want := Status{Head: head, Branch: "main", Paths: []string{"a file.go", "gone.go", "old name.go", "new name.go", "moved-sub", "both.go", "dir/untracked file"}, unsure: map[string]bool{"both.go": true},
+		staged: map[string]bool{"gone.go": true, "old name.go": true, "new name.go": true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("parseStatusV2:\n got %#v\nwant %#v", got, want)
 	}
@@ -141,5 +143,150 @@ func TestWorkIsCommittedAsSpawnWhenGitKnowsNoIdentity(t *testing.T) {
 	}
 	if files, _ := r.Run(ctx, "ls-files"); files != "" {
 		t.Fatalf("the deletion was not committed: %q", files)
+	}
+}
+
+// commitRepo is a new repository in a temporary directory whose git
+// commands write what they are (GIT_TRACE2) to the file ran names.
+func commitRepo(t *testing.T) (r Repo, ran func() []string) {
+	t.Helper()
+	dir, trace := t.TempDir(), filepath.Join(t.TempDir(), "trace")
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "XDG_CONFIG_HOME=" + t.TempDir(),
+		"GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x", "GIT_TRACE2=" + trace}
+	r = Repo{Dir: dir, Env: env}
+	if _, err := r.Run(context.Background(), "init", "--quiet", "--initial-branch=work"); err != nil {
+		t.Fatal(err)
+	}
+	return r, func() []string {
+		b, _ := os.ReadFile(trace)
+		os.Remove(trace)
+		var names []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if _, rest, ok := strings.Cut(line, " cmd_name "); ok {
+				name, _, _ := strings.Cut(rest, " ")
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+}
+
+func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		files int
+		want  []string // the commands that make the commit, after status and add
+	}{
+		{"small", 10, []string{"commit"}},
+		{"large", 4000, []string{"write-tree", "commit-tree", "update-ref"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ran := commitRepo(t)
+			for i := range tc.files {
+				if err := os.WriteFile(filepath.Join(r.Dir, fmt.Sprintf("file-%04d.txt", i)), []byte("a\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			first, err := r.CommitAll(ctx, "first")
+			if err != nil || !IsOID(first) {
+				t.Fatalf("CommitAll = %q, %v", first, err)
+			}
+			if err := os.WriteFile(filepath.Join(r.Dir, "file-0001.txt"), []byte("b\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(r.Dir, "new.txt"), []byte("new\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ran()
+			sha, err := r.CommitAll(ctx, "second\n\n  body  \n")
+			if err != nil || !IsOID(sha) {
+				t.Fatalf("CommitAll = %q, %v", sha, err)
+			}
+			if got := ran(); !reflect.DeepEqual(got, append([]string{"status", "add"}, tc.want...)) {
+				t.Fatalf("the commit ran %q, want status, add, then %q", got, tc.want)
+			}
+			if tip, _ := r.Resolve(ctx, "refs/heads/work"); tip != sha {
+				t.Fatalf("the branch is at %s, want the new commit %s", tip, sha)
+			}
+			if parents, _ := r.Run(ctx, "rev-list", "--parents", "-n1", sha); parents != sha+" "+first {
+				t.Fatalf("the commit and its parents are %q, want %s on %s", parents, sha, first)
+			}
+			if body, _ := r.Run(ctx, "cat-file", "-p", sha); !strings.HasSuffix(body, "\n\nsecond\n\n  body") {
+				t.Fatalf("the message is not cleaned as git commit cleans it: %q", body)
+			}
+			if changed, _ := r.Run(ctx, "diff", "--name-only", first, sha); changed != "file-0001.txt\nnew.txt" {
+				t.Fatalf("the commit changed %q, want file-0001.txt and new.txt", changed)
+			}
+			if reflog, _ := r.Run(ctx, "reflog", "-1", "--format=%gs", "refs/heads/work"); reflog != "commit: second" {
+				t.Fatalf("the branch's reflog says %q", reflog)
+			}
+		})
+	}
+}
+
+func TestACommitDoesNotConcludeAMergeInProgress(t *testing.T) {
+	ctx := context.Background()
+	r, _ := commitRepo(t)
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(r.Dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.txt", "a\n")
+	first, err := r.CommitAll(ctx, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"checkout", "--quiet", "-b", "other"}, {"rm", "--quiet", "a.txt"}, {"commit", "--quiet", "-m", "other"},
+		{"checkout", "--quiet", "work"}, {"merge", "--quiet", "--no-commit", "--no-ff", "other"}} {
+		if _, err := r.Run(ctx, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("b.txt", "b\n")
+	sha, err := r.CommitAll(ctx, "mine")
+	if err != nil || !IsOID(sha) {
+		t.Fatalf("CommitAll = %q, %v", sha, err)
+	}
+	if parents, _ := r.Run(ctx, "rev-list", "--parents", "-n1", sha); parents != sha+" "+first {
+		t.Fatalf("the commit and its parents are %q, want %s on %s alone", parents, sha, first)
+	}
+	if _, err := os.Lstat(filepath.Join(r.Dir, ".git", "MERGE_HEAD")); err != nil {
+		t.Fatalf("the merge in progress was ended: %v", err)
+	}
+}
+
+func TestWhatTheCoderStagedItselfIsCommitted(t *testing.T) {
+	ctx := context.Background()
+	r, _ := commitRepo(t)
+	for _, name := range []string{"gone.txt", "old.txt", "kept.txt"} {
+		if err := os.WriteFile(filepath.Join(r.Dir, name), []byte(name+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.CommitAll(ctx, "first"); err != nil {
+		t.Fatal(err)
+	}
+	// git rm and git mv leave paths that are in neither the index nor the
+	// work tree, which git add refuses.
+	for _, args := range [][]string{{"rm", "--quiet", "gone.txt"}, {"mv", "old.txt", "new.txt"}} {
+		if _, err := r.Run(ctx, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "kept.txt"), []byte("changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sha, err := r.CommitAll(ctx, "second")
+	if err != nil || !IsOID(sha) {
+		t.Fatalf("CommitAll = %q, %v", sha, err)
+	}
+	if files, _ := r.Run(ctx, "ls-tree", "--name-only", sha); files != "kept.txt\nnew.txt" {
+		t.Fatalf("the commit holds %q, want kept.txt and new.txt", files)
+	}
+	if left, _ := r.Status(ctx); left != "" {
+		t.Fatalf("left uncommitted: %q", left)
 	}
 }

@@ -99,6 +99,24 @@ func TestSavePublishesTheCodersWorkOnTheRunsBranch(t *testing.T) {
 	assert.Equal(t, saved.Committed, again.Published)
 }
 
+// What the coder staged with git itself (a rename with git mv, a
+// deletion with git rm) is saved and published as it is in the index.
+func TestSavePublishesWhatTheCoderStaged(t *testing.T) {
+	ctx := t.Context()
+	sb, jail := newSandbox(t)
+	testenv.Git(t, sb.Path, "mv", "README.md", "READ-ME.md")
+	require.NoError(t, os.WriteFile(filepath.Join(sb.Path, "gone.txt"), []byte("gone\n"), 0o644))
+	testenv.Git(t, sb.Path, "add", "gone.txt")
+	testenv.Git(t, sb.Path, "commit", "-q", "-m", "the coder's own")
+	testenv.Git(t, sb.Path, "rm", "-q", "gone.txt")
+
+	saved, err := sb.Save(ctx, jail, "spawn: the rest")
+	require.NoError(t, err)
+	require.NotEmpty(t, saved.Committed)
+	assert.Equal(t, "READ-ME.md", testenv.Git(t, sb.Repo.Dir, "ls-tree", "--name-only", sb.Branch))
+	assert.Empty(t, testenv.Git(t, sb.Path, "status", "--porcelain"), "nothing is left uncommitted")
+}
+
 // A coder that points its store's HEAD at refs/heads/main (in its own
 // store) and leaves work behind moves nothing of the user's: spawn's
 // commit lands in the coder's store, and what the user's repository gets
