@@ -1,0 +1,138 @@
+package git
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
+)
+
+// packOf is a pack of the objects of n new files committed in a new
+// repository (which the caller's repository lacks), with the commit.
+func packOf(t *testing.T, n int) (pack []byte, commit string) {
+	t.Helper()
+	src, _ := commitRepo(t)
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(src.Dir, fmt.Sprintf("f%03d.txt", i)), []byte(fmt.Sprintf("file %d of %d\n", i, n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit, err := src.CommitAll(context.Background(), "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := src.cmd("pack-objects", "--revs", "--stdout", "-q")
+	c.Stdin = strings.NewReader(commit + "\n")
+	out, err := proc.Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, commit
+}
+
+func TestImportPackImportsOnlyAWholeGoodPack(t *testing.T) {
+	ctx := context.Background()
+	small, smallTip := packOf(t, 3)
+	large, largeTip := packOf(t, 120)
+	for _, tc := range []struct {
+		name string
+		pack []byte
+		tip  string // the commit the import must hold; "" when it must fail
+	}{
+		{"small, as loose objects", small, smallTip},
+		{"large, as a pack", large, largeTip},
+		{"cut short", small[:len(small)-30], ""},
+		{"a byte changed", append(append(append([]byte(nil), small[:40]...), small[40]^0xff), small[41:]...), ""},
+		{"not a pack", []byte("not a pack, but long enough"), ""},
+		{"shorter than a header", []byte("PACK"), ""},
+		{"empty", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := commitRepo(t)
+			err := r.ImportPack(ctx, bytes.NewReader(tc.pack))
+			has := func(sha string) bool {
+				_, err := r.Run(ctx, "cat-file", "-e", sha+"^{commit}")
+				return err == nil
+			}
+			if tc.tip == "" {
+				if err == nil {
+					t.Fatal("ImportPack = nil, want an error")
+				}
+				for _, tip := range []string{smallTip, largeTip} {
+					if has(tip) {
+						t.Fatalf("the commit %s was imported from a bad pack", tip)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ImportPack = %v", err)
+			}
+			if !has(tc.tip) {
+				t.Fatalf("the commit %s is not in the repository", tc.tip)
+			}
+			if _, err := r.Run(ctx, "fsck", "--strict", "--no-dangling", "--connectivity-only", tc.tip); err != nil {
+				t.Fatalf("the imported commit is not whole: %v", err)
+			}
+			packs, _ := filepath.Glob(filepath.Join(r.Dir, ".git", "objects", "pack", "*.pack"))
+			if large := len(tc.pack) == len(large) && bytes.Equal(tc.pack, large); large != (len(packs) == 1) {
+				t.Fatalf("packs in the repository: %q", packs)
+			}
+		})
+	}
+}
+
+func TestUpdateRefMovesTheRefOnlyFromWhereItWas(t *testing.T) {
+	ctx := context.Background()
+	r, _ := commitRepo(t)
+	if err := os.WriteFile(filepath.Join(r.Dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	first, err := r.CommitAll(ctx, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.Dir, "a.txt"), []byte("b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.CommitAll(ctx, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ref = "refs/heads/run"
+	zero := ZeroOID("sha1")
+	update := func(newOID, oldOID string) error {
+		t.Helper()
+		return r.UpdateRef(ctx, ref, newOID, oldOID, "test")
+	}
+	if err := update(first, zero); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if err := update(second, zero); !errors.Is(err, ErrStale) {
+		t.Fatalf("create over a ref that exists: %v, want ErrStale", err)
+	}
+	if err := update(second, second); !errors.Is(err, ErrStale) {
+		t.Fatalf("move from where it is not: %v, want ErrStale", err)
+	}
+	if err := update(strings.Repeat("1", 40), first); err == nil || errors.Is(err, ErrStale) {
+		t.Fatalf("move to an object the repository lacks: %v, want an error that is not ErrStale", err)
+	}
+	if at, _ := r.Resolve(ctx, ref); at != first {
+		t.Fatalf("the ref is at %s, want %s where it was", at, first)
+	}
+	if err := update(second, first); err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	if at, _ := r.Resolve(ctx, ref); at != second {
+		t.Fatalf("the ref is at %s, want %s", at, second)
+	}
+	if msg, _ := r.Run(ctx, "reflog", "-1", "--format=%gs", ref); msg != "test" {
+		t.Fatalf("the reflog says %q", msg)
+	}
+}
