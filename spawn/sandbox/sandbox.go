@@ -99,15 +99,15 @@ func Prepare(ctx context.Context, req Request) (Plan, error) {
 		}
 		return Plan{}, inputErrorf(nil, "the base %q names no commit in %s; pass --base with a branch, tag or sha", baseRef, repo.Dir)
 	}
-	// A name spawn makes is valid by construction (see slug); only the
-	// user's is checked.
+	// A name spawn makes is valid by construction (see slug) and new (it
+	// holds the run's id; Create makes the branch only where none is):
+	// only the user's is checked.
 	branch := req.Branch
 	if branch == "" {
 		branch = "spawn/" + req.ID + "/" + slug(req.Task)
 	} else if !repo.ValidBranchName(ctx, branch) {
 		return Plan{}, inputErrorf(nil, "%q is not a valid branch name; pass another --branch", branch)
-	}
-	if repo.BranchExists(ctx, branch) {
+	} else if repo.BranchExists(ctx, branch) {
 		return Plan{}, inputErrorf(nil, "the branch %s already exists and a run works on a branch of its own; pass --branch with a new name, or leave --branch out and spawn names one", branch)
 	}
 	return Plan{

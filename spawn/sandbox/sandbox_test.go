@@ -66,6 +66,25 @@ func TestTheCoderHasAGitStoreOfItsOwn(t *testing.T) {
 	assert.Equal(t, "Test User", testenv.Git(t, sb.Path, "config", "user.name"), "the coder commits as the user would")
 }
 
+// The branch spawn names is not looked up before the run (it holds the
+// run's id): if it exists all the same when the sandbox is made, Create
+// fails, moves nothing and leaves nothing behind.
+func TestCreateNeverTakesABranchThatExists(t *testing.T) {
+	repo := testenv.Repo(t)
+	env := testenv.Env(t)
+	plan, err := Prepare(t.Context(), Request{RepoDir: repo, ID: "20261123-000000-abcd", Task: "the task", Env: env})
+	require.NoError(t, err)
+	testenv.Git(t, repo, "commit", "--quiet", "--allow-empty", "-m", "meanwhile")
+	meanwhile := testenv.Git(t, repo, "rev-parse", "HEAD")
+	testenv.Git(t, repo, "branch", plan.Branch, meanwhile)
+	sb, err := plan.Create(t.Context(), testExe(t))
+	require.Error(t, err)
+	assert.Nil(t, sb)
+	assert.Contains(t, err.Error(), plan.Branch)
+	assert.Equal(t, meanwhile, testenv.Git(t, repo, "rev-parse", plan.Branch), "the branch stays where it was")
+	assert.NoDirExists(t, plan.Path, "nothing is left of the sandbox")
+}
+
 // Save commits what the coder left, publishes the coder's own commits and
 // spawn's into the user's repository (the objects verified) and moves the
 // run's branch there; Head is the published tip. A save with nothing new
