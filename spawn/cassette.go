@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -136,16 +135,9 @@ func (r *run) fillTrees(ctx context.Context) error {
 	if len(shas) == 0 {
 		return nil
 	}
-	// One git for every commit: each line is a commit and its tree.
-	out, err := r.sb.Repo.Run(ctx, append([]string{"log", "--no-walk=unsorted", "--format=%H %T", "--end-of-options"}, shas...)...)
+	trees, err := r.sb.Repo.Trees(ctx, shas)
 	if err != nil {
 		return fmt.Errorf("find the trees of the run's commits: %w", err)
-	}
-	trees := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		if sha, tree, ok := strings.Cut(line, " "); ok {
-			trees[sha] = tree
-		}
 	}
 	r.record.mu.Lock()
 	for i, c := range r.rec.Commits {

@@ -1,0 +1,63 @@
+package git
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+func TestTreesReadsLooseCommitsWithoutGitAndAsksGitForTheRest(t *testing.T) {
+	ctx := context.Background()
+	made, ran := commitRepo(t)
+	commit := func(body string) string {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(made.Dir, "f.txt"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sha, err := made.CommitAll(ctx, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sha
+	}
+	packed := commit("packed\n")
+	if _, err := made.Run(ctx, "repack", "-a", "-d", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := made.Run(ctx, "prune-packed"); err != nil {
+		t.Fatal(err)
+	}
+	loose := commit("loose\n")
+	want := map[string]string{}
+	for _, sha := range []string{packed, loose} {
+		tree, err := made.Run(ctx, "rev-parse", sha+"^{tree}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[sha] = tree
+	}
+	r, _, err := OpenAt(ctx, made.Dir, made.Env, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Trees(ctx, []string{packed, loose})
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Trees = %v, %v; want %v", got, err, want)
+	}
+	// The loose commit is read without git; the packed one, by git log.
+	ran()
+	if got, err := r.Trees(ctx, []string{loose}); err != nil || got[loose] != want[loose] {
+		t.Fatalf("Trees of a loose commit = %v, %v; want %s", got, err, want[loose])
+	}
+	if gits := ran(); len(gits) != 0 {
+		t.Fatalf("Trees of a loose commit ran git %q", gits)
+	}
+	if got, err := r.Trees(ctx, []string{packed}); err != nil || got[packed] != want[packed] {
+		t.Fatalf("Trees of a packed commit = %v, %v; want %s", got, err, want[packed])
+	}
+	if gits := ran(); !reflect.DeepEqual(gits, []string{"log"}) {
+		t.Fatalf("Trees of a packed commit ran git %q, want one git log", gits)
+	}
+}
