@@ -22,7 +22,8 @@ func TestStatusListsEveryPathToStageAndTheHead(t *testing.T) {
 		"? dir/untracked file\x00"
 	got := parseStatusV2(out)
 	want := Status{Head: head, Branch: "main", Paths: []string{"a file.go", "gone.go", "old name.go", "new name.go", "moved-sub", "both.go", "dir/untracked file"}, unsure: map[string]bool{"both.go": true},
-		staged: map[string]bool{"gone.go": true, "old name.go": true, "new name.go": true}}
+		staged:    map[string]bool{"gone.go": true, "old name.go": true, "new name.go": true},
+		untracked: map[string]bool{"dir/untracked file": true}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("parseStatusV2:\n got %#v\nwant %#v", got, want)
 	}
@@ -174,12 +175,13 @@ func commitRepo(t *testing.T) (r Repo, ran func() []string) {
 func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
-		name  string
-		files int
-		want  []string // the commands that make the commit, after status and add
+		name    string
+		files   int
+		want    []string // the commands that make the commit, after status and add
+		tracked []string // those that commit changes to tracked files, after status
 	}{
-		{"small", 10, []string{"commit"}},
-		{"large", 4000, []string{"write-tree", "commit-tree", "update-ref"}},
+		{"small", 10, []string{"commit"}, []string{"commit"}},
+		{"large", 4000, []string{"write-tree", "commit-tree", "update-ref"}, []string{"add", "write-tree", "commit-tree", "update-ref"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, ran := commitRepo(t)
@@ -220,6 +222,28 @@ func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
 			}
 			if reflog, _ := r.Run(ctx, "reflog", "-1", "--format=%gs", "refs/heads/work"); reflog != "commit: second" {
 				t.Fatalf("the branch's reflog says %q", reflog)
+			}
+			// Tracked files only, one deleted: on a small index, git commit
+			// stages them itself.
+			if err := os.WriteFile(filepath.Join(r.Dir, "file-0002.txt"), []byte("c\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(r.Dir, "new.txt")); err != nil {
+				t.Fatal(err)
+			}
+			ran()
+			third, err := r.CommitAll(ctx, "third")
+			if err != nil || !IsOID(third) {
+				t.Fatalf("CommitAll = %q, %v", third, err)
+			}
+			if got := ran(); !reflect.DeepEqual(got, append([]string{"status"}, tc.tracked...)) {
+				t.Fatalf("the commit of tracked files ran %q, want status, then %q", got, tc.tracked)
+			}
+			if changed, _ := r.Run(ctx, "diff", "--name-status", sha, third); changed != "M\tfile-0002.txt\nD\tnew.txt" {
+				t.Fatalf("the commit changed %q, want file-0002.txt changed and new.txt deleted", changed)
+			}
+			if left, _ := r.Status(ctx); left != "" {
+				t.Fatalf("left uncommitted: %q", left)
 			}
 		})
 	}
@@ -288,5 +312,37 @@ func TestWhatTheCoderStagedItselfIsCommitted(t *testing.T) {
 	}
 	if left, _ := r.Status(ctx); left != "" {
 		t.Fatalf("left uncommitted: %q", left)
+	}
+}
+
+func TestCommitPathsCommitsOnlyThePathsItIsGiven(t *testing.T) {
+	ctx := context.Background()
+	r, _ := commitRepo(t)
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(r.Dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.txt", "a\n")
+	write("b.txt", "b\n")
+	if _, err := r.CommitAll(ctx, "first"); err != nil {
+		t.Fatal(err)
+	}
+	write("a.txt", "a2\n")
+	write("b.txt", "b2\n")
+	st, err := r.Changes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha, err := r.CommitPaths(ctx, "a only", st, []string{"a.txt"})
+	if err != nil || !IsOID(sha) {
+		t.Fatalf("CommitPaths = %q, %v", sha, err)
+	}
+	if changed, _ := r.Run(ctx, "diff", "--name-only", sha+"^", sha); changed != "a.txt" {
+		t.Fatalf("the commit changed %q, want a.txt alone", changed)
+	}
+	if left, _ := r.Status(ctx); left != " M b.txt" {
+		t.Fatalf("left uncommitted: %q, want b.txt", left)
 	}
 }
