@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Trees maps each of the commits shas names to its tree. A commit whose
@@ -47,11 +48,16 @@ func (r Repo) looseTree(sha string) string {
 	if r.common == "" || !IsOID(sha) {
 		return ""
 	}
-	f, err := os.Open(filepath.Join(r.common, "objects", sha[:2], sha[2:]))
+	// git writes a loose object as a regular file: a link is not followed,
+	// and a pipe put in its place is not waited on.
+	f, err := os.OpenFile(filepath.Join(r.common, "objects", sha[:2], sha[2:]), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
 	z, err := zlib.NewReader(f)
 	if err != nil {
 		return ""

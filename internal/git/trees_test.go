@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"testing"
 )
 
@@ -59,5 +60,44 @@ func TestTreesReadsLooseCommitsWithoutGitAndAsksGitForTheRest(t *testing.T) {
 	}
 	if gits := ran(); !reflect.DeepEqual(gits, []string{"log"}) {
 		t.Fatalf("Trees of a packed commit ran git %q, want one git log", gits)
+	}
+}
+
+func TestALooseObjectIsReadOnlyFromARegularFile(t *testing.T) {
+	ctx := context.Background()
+	made, _ := commitRepo(t)
+	if err := os.WriteFile(filepath.Join(made.Dir, "f.txt"), []byte("f\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sha, err := made.CommitAll(ctx, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := OpenAt(ctx, made.Dir, made.Env, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.looseTree(sha) == "" {
+		t.Fatal("the commit's own loose object was not read")
+	}
+	obj := filepath.Join(r.common, "objects", sha[:2], sha[2:])
+	moved := filepath.Join(t.TempDir(), "object")
+	if err := os.Rename(obj, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, obj); err != nil {
+		t.Fatal(err)
+	}
+	if tree := r.looseTree(sha); tree != "" {
+		t.Fatalf("a link in place of the object was followed: %s", tree)
+	}
+	if err := os.Remove(obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(obj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if tree := r.looseTree(sha); tree != "" { // a wait here is the failure
+		t.Fatalf("a pipe in place of the object was read: %s", tree)
 	}
 }
