@@ -91,16 +91,12 @@ func TestImportPackImportsOnlyAWholeGoodPack(t *testing.T) {
 func TestUpdateRefMovesTheRefOnlyFromWhereItWas(t *testing.T) {
 	ctx := context.Background()
 	r, _ := commitRepo(t)
-	if err := os.WriteFile(filepath.Join(r.Dir, "a.txt"), []byte("a\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, r.Dir, "a.txt", "a\n")
 	first, err := r.CommitAll(ctx, "first")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "a.txt"), []byte("b\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, r.Dir, "a.txt", "b\n")
 	second, err := r.CommitAll(ctx, "second")
 	if err != nil {
 		t.Fatal(err)

@@ -172,6 +172,14 @@ func commitRepo(t *testing.T) (r Repo, ran func() []string) {
 	}
 }
 
+// writeFile writes body to the file name in dir.
+func writeFile(t *testing.T, dir, name, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -194,12 +202,8 @@ func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
 			if err != nil || !IsOID(first) {
 				t.Fatalf("CommitAll = %q, %v", first, err)
 			}
-			if err := os.WriteFile(filepath.Join(r.Dir, "file-0001.txt"), []byte("b\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(r.Dir, "new.txt"), []byte("new\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeFile(t, r.Dir, "file-0001.txt", "b\n")
+			writeFile(t, r.Dir, "new.txt", "new\n")
 			ran()
 			sha, err := r.CommitAll(ctx, "second\n\n  body  \n")
 			if err != nil || !IsOID(sha) {
@@ -225,9 +229,7 @@ func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
 			}
 			// Tracked files only, one deleted: on a small index, git commit
 			// stages them itself.
-			if err := os.WriteFile(filepath.Join(r.Dir, "file-0002.txt"), []byte("c\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeFile(t, r.Dir, "file-0002.txt", "c\n")
 			if err := os.Remove(filepath.Join(r.Dir, "new.txt")); err != nil {
 				t.Fatal(err)
 			}
@@ -252,13 +254,7 @@ func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
 func TestACommitDoesNotConcludeAMergeInProgress(t *testing.T) {
 	ctx := context.Background()
 	r, _ := commitRepo(t)
-	write := func(name, body string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(r.Dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("a.txt", "a\n")
+	writeFile(t, r.Dir, "a.txt", "a\n")
 	first, err := r.CommitAll(ctx, "first")
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +265,7 @@ func TestACommitDoesNotConcludeAMergeInProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("b.txt", "b\n")
+	writeFile(t, r.Dir, "b.txt", "b\n")
 	sha, err := r.CommitAll(ctx, "mine")
 	if err != nil || !IsOID(sha) {
 		t.Fatalf("CommitAll = %q, %v", sha, err)
@@ -286,9 +282,7 @@ func TestWhatTheCoderStagedItselfIsCommitted(t *testing.T) {
 	ctx := context.Background()
 	r, _ := commitRepo(t)
 	for _, name := range []string{"gone.txt", "old.txt", "kept.txt"} {
-		if err := os.WriteFile(filepath.Join(r.Dir, name), []byte(name+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, r.Dir, name, name+"\n")
 	}
 	if _, err := r.CommitAll(ctx, "first"); err != nil {
 		t.Fatal(err)
@@ -300,9 +294,7 @@ func TestWhatTheCoderStagedItselfIsCommitted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(r.Dir, "kept.txt"), []byte("changed\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, r.Dir, "kept.txt", "changed\n")
 	sha, err := r.CommitAll(ctx, "second")
 	if err != nil || !IsOID(sha) {
 		t.Fatalf("CommitAll = %q, %v", sha, err)
@@ -318,19 +310,13 @@ func TestWhatTheCoderStagedItselfIsCommitted(t *testing.T) {
 func TestCommitPathsCommitsOnlyThePathsItIsGiven(t *testing.T) {
 	ctx := context.Background()
 	r, _ := commitRepo(t)
-	write := func(name, body string) {
-		t.Helper()
-		if err := os.WriteFile(filepath.Join(r.Dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("a.txt", "a\n")
-	write("b.txt", "b\n")
+	writeFile(t, r.Dir, "a.txt", "a\n")
+	writeFile(t, r.Dir, "b.txt", "b\n")
 	if _, err := r.CommitAll(ctx, "first"); err != nil {
 		t.Fatal(err)
 	}
-	write("a.txt", "a2\n")
-	write("b.txt", "b2\n")
+	writeFile(t, r.Dir, "a.txt", "a2\n")
+	writeFile(t, r.Dir, "b.txt", "b2\n")
 	st, err := r.Changes(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -14,9 +14,7 @@ func TestTreesReadsLooseCommitsWithoutGitAndAsksGitForTheRest(t *testing.T) {
 	made, ran := commitRepo(t)
 	commit := func(body string) string {
 		t.Helper()
-		if err := os.WriteFile(filepath.Join(made.Dir, "f.txt"), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, made.Dir, "f.txt", body)
 		sha, err := made.CommitAll(ctx, body)
 		if err != nil {
 			t.Fatal(err)
@@ -66,9 +64,7 @@ func TestTreesReadsLooseCommitsWithoutGitAndAsksGitForTheRest(t *testing.T) {
 func TestALooseObjectIsReadOnlyFromARegularFile(t *testing.T) {
 	ctx := context.Background()
 	made, _ := commitRepo(t)
-	if err := os.WriteFile(filepath.Join(made.Dir, "f.txt"), []byte("f\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, made.Dir, "f.txt", "f\n")
 	sha, err := made.CommitAll(ctx, "f")
 	if err != nil {
 		t.Fatal(err)
