@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -447,26 +448,34 @@ func (r Repo) commitIndex(ctx context.Context, gitDir, msg string, flags ...stri
 // headFromFiles is the commit HEAD names as gitDir's files say: HEAD
 // itself when it is detached, else the loose ref under refs/heads/ it
 // names; "" when they do not say (the ref is packed, or unborn, or kept
-// some other way).
+// some other way, or a file is a link or a pipe: git is asked then).
 func headFromFiles(gitDir string) string {
-	b, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
-	if err != nil {
-		return ""
-	}
-	head := strings.TrimSpace(string(b))
+	head := readSmall(filepath.Join(gitDir, "HEAD"))
 	if ref, ok := strings.CutPrefix(head, "ref: "); ok {
 		if !strings.HasPrefix(ref, "refs/heads/") || strings.Contains(ref, "..") {
 			return ""
 		}
-		if b, err = os.ReadFile(filepath.Join(gitDir, ref)); err != nil {
-			return ""
-		}
-		head = strings.TrimSpace(string(b))
+		head = readSmall(filepath.Join(gitDir, ref))
 	}
 	if !IsOID(head) {
 		return ""
 	}
 	return head
+}
+
+// readSmall is the first line-sized part of the regular file path
+// (openRegular), its white space trimmed; "" when it cannot be read.
+func readSmall(path string) string {
+	f, err := openRegular(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 1024))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // cleanMessage is msg as git commit -m stores it (its "whitespace"

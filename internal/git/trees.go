@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/zlib"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -48,16 +50,11 @@ func (r Repo) looseTree(sha string) string {
 	if r.common == "" || !IsOID(sha) {
 		return ""
 	}
-	// git writes a loose object as a regular file: a link is not followed,
-	// and a pipe put in its place is not waited on.
-	f, err := os.OpenFile(filepath.Join(r.common, "objects", sha[:2], sha[2:]), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openRegular(filepath.Join(r.common, "objects", sha[:2], sha[2:]))
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return ""
-	}
 	z, err := zlib.NewReader(f)
 	if err != nil {
 		return ""
@@ -75,4 +72,18 @@ func (r Repo) looseTree(sha string) string {
 		return ""
 	}
 	return string(tree)
+}
+
+// openRegular opens path for reading if it is a regular file, as git
+// writes its objects, refs and HEAD: a link in its place is not followed,
+// and a pipe is not waited on.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, errors.Join(fmt.Errorf("%s is not a regular file", path), err, f.Close())
+	}
+	return f, nil
 }

@@ -97,3 +97,37 @@ func TestALooseObjectIsReadOnlyFromARegularFile(t *testing.T) {
 		t.Fatalf("a pipe in place of the object was read: %s", tree)
 	}
 }
+
+func TestHeadFromFilesReadsOnlyRegularFiles(t *testing.T) {
+	ctx := context.Background()
+	r, _ := commitRepo(t)
+	writeFile(t, r.Dir, "f.txt", "f\n")
+	sha, err := r.CommitAll(ctx, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gitDir := filepath.Join(r.Dir, ".git")
+	if got := headFromFiles(gitDir); got != sha {
+		t.Fatalf("headFromFiles = %q, want %s", got, sha)
+	}
+	ref := filepath.Join(gitDir, "refs", "heads", "work")
+	moved := filepath.Join(t.TempDir(), "ref")
+	if err := os.Rename(ref, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, ref); err != nil {
+		t.Fatal(err)
+	}
+	if got := headFromFiles(gitDir); got != "" {
+		t.Fatalf("a link in place of the ref was followed: %q", got)
+	}
+	if err := os.Remove(ref); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(ref, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := headFromFiles(gitDir); got != "" { // a wait here is the failure
+		t.Fatalf("a pipe in place of the ref was read: %q", got)
+	}
+}
