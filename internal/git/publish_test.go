@@ -91,16 +91,8 @@ func TestImportPackImportsOnlyAWholeGoodPack(t *testing.T) {
 func TestUpdateRefMovesTheRefOnlyFromWhereItWas(t *testing.T) {
 	ctx := context.Background()
 	r, _ := commitRepo(t)
-	writeFile(t, r.Dir, "a.txt", "a\n")
-	first, err := r.CommitAll(ctx, "first")
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, r.Dir, "a.txt", "b\n")
-	second, err := r.CommitAll(ctx, "second")
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := commitFile(t, r, "a.txt", "a\n", "first")
+	second := commitFile(t, r, "a.txt", "b\n", "second")
 	const ref = "refs/heads/run"
 	zero := ZeroOID("sha1")
 	update := func(newOID, oldOID string) error {

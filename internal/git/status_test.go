@@ -172,6 +172,26 @@ func commitRepo(t *testing.T) (r Repo, ran func() []string) {
 	}
 }
 
+// commitFile writes body to the file name in r's work tree and commits
+// everything with msg; it returns the commit.
+func commitFile(t *testing.T, r Repo, name, body, msg string) string {
+	t.Helper()
+	writeFile(t, r.Dir, name, body)
+	sha, err := r.CommitAll(context.Background(), msg)
+	if err != nil || !IsOID(sha) {
+		t.Fatalf("CommitAll = %q, %v", sha, err)
+	}
+	return sha
+}
+
+// committedAll fails t unless r's work tree holds nothing uncommitted.
+func committedAll(t *testing.T, r Repo) {
+	t.Helper()
+	if left, _ := r.Status(context.Background()); left != "" {
+		t.Fatalf("left uncommitted: %q", left)
+	}
+}
+
 // writeFile writes body to the file name in dir.
 func writeFile(t *testing.T, dir, name, body string) {
 	t.Helper()
@@ -244,9 +264,7 @@ func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
 			if changed, _ := r.Run(ctx, "diff", "--name-status", sha, third); changed != "M\tfile-0002.txt\nD\tnew.txt" {
 				t.Fatalf("the commit changed %q, want file-0002.txt changed and new.txt deleted", changed)
 			}
-			if left, _ := r.Status(ctx); left != "" {
-				t.Fatalf("left uncommitted: %q", left)
-			}
+			committedAll(t, r)
 		})
 	}
 }
@@ -254,11 +272,7 @@ func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
 func TestACommitDoesNotConcludeAMergeInProgress(t *testing.T) {
 	ctx := context.Background()
 	r, _ := commitRepo(t)
-	writeFile(t, r.Dir, "a.txt", "a\n")
-	first, err := r.CommitAll(ctx, "first")
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := commitFile(t, r, "a.txt", "a\n", "first")
 	for _, args := range [][]string{{"checkout", "--quiet", "-b", "other"}, {"rm", "--quiet", "a.txt"}, {"commit", "--quiet", "-m", "other"},
 		{"checkout", "--quiet", "work"}, {"merge", "--quiet", "--no-commit", "--no-ff", "other"}} {
 		if _, err := r.Run(ctx, args...); err != nil {
@@ -302,19 +316,14 @@ func TestWhatTheCoderStagedItselfIsCommitted(t *testing.T) {
 	if files, _ := r.Run(ctx, "ls-tree", "--name-only", sha); files != "kept.txt\nnew.txt" {
 		t.Fatalf("the commit holds %q, want kept.txt and new.txt", files)
 	}
-	if left, _ := r.Status(ctx); left != "" {
-		t.Fatalf("left uncommitted: %q", left)
-	}
+	committedAll(t, r)
 }
 
 func TestCommitPathsCommitsOnlyThePathsItIsGiven(t *testing.T) {
 	ctx := context.Background()
 	r, _ := commitRepo(t)
-	writeFile(t, r.Dir, "a.txt", "a\n")
 	writeFile(t, r.Dir, "b.txt", "b\n")
-	if _, err := r.CommitAll(ctx, "first"); err != nil {
-		t.Fatal(err)
-	}
+	commitFile(t, r, "a.txt", "a\n", "first")
 	writeFile(t, r.Dir, "a.txt", "a2\n")
 	writeFile(t, r.Dir, "b.txt", "b2\n")
 	st, err := r.Changes(ctx)

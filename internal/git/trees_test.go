@@ -12,23 +12,14 @@ import (
 func TestTreesReadsLooseCommitsWithoutGitAndAsksGitForTheRest(t *testing.T) {
 	ctx := context.Background()
 	made, ran := commitRepo(t)
-	commit := func(body string) string {
-		t.Helper()
-		writeFile(t, made.Dir, "f.txt", body)
-		sha, err := made.CommitAll(ctx, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sha
-	}
-	packed := commit("packed\n")
+	packed := commitFile(t, made, "f.txt", "packed\n", "packed")
 	if _, err := made.Run(ctx, "repack", "-a", "-d", "-q"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := made.Run(ctx, "prune-packed"); err != nil {
 		t.Fatal(err)
 	}
-	loose := commit("loose\n")
+	loose := commitFile(t, made, "f.txt", "loose\n", "loose")
 	want := map[string]string{}
 	for _, sha := range []string{packed, loose} {
 		tree, err := made.Run(ctx, "rev-parse", sha+"^{tree}")
@@ -64,11 +55,7 @@ func TestTreesReadsLooseCommitsWithoutGitAndAsksGitForTheRest(t *testing.T) {
 func TestALooseObjectIsReadOnlyFromARegularFile(t *testing.T) {
 	ctx := context.Background()
 	made, _ := commitRepo(t)
-	writeFile(t, made.Dir, "f.txt", "f\n")
-	sha, err := made.CommitAll(ctx, "f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sha := commitFile(t, made, "f.txt", "f\n", "f")
 	r, _, err := OpenAt(ctx, made.Dir, made.Env, "")
 	if err != nil {
 		t.Fatal(err)
@@ -99,13 +86,8 @@ func TestALooseObjectIsReadOnlyFromARegularFile(t *testing.T) {
 }
 
 func TestHeadFromFilesReadsOnlyRegularFiles(t *testing.T) {
-	ctx := context.Background()
 	r, _ := commitRepo(t)
-	writeFile(t, r.Dir, "f.txt", "f\n")
-	sha, err := r.CommitAll(ctx, "f")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sha := commitFile(t, r, "f.txt", "f\n", "f")
 	gitDir := filepath.Join(r.Dir, ".git")
 	if got := headFromFiles(gitDir); got != sha {
 		t.Fatalf("headFromFiles = %q, want %s", got, sha)
