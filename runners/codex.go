@@ -132,7 +132,7 @@ var codexSandboxes = []CodexSandbox{CodexReadOnly, CodexWorkspaceWrite, CodexFul
 //	      -c web_search="disabled" -c features.multi_agent=false
 //	      -c features.goals=false -c features.view_image=false
 //	      -c features.plugins=false -c features.unbounded_connection_retries=false
-//	      -c skills.include_instructions=false
+//	      -c skills.include_instructions=false -c skills.bundled.enabled=false
 //	      -c check_for_update_on_startup=false -c analytics.enabled=false
 //	      --skip-git-repo-check --ignore-user-config --ignore-rules
 //	      [THREAD_ID] -
@@ -146,7 +146,9 @@ var codexSandboxes = []CodexSandbox{CodexReadOnly, CodexWorkspaceWrite, CodexFul
 // "never" makes codex refuse, never ask, whatever its sandbox does not
 // allow (a patch in read-only mode, a command asking for escalation).
 // The model is offered exec_command, write_stdin, request_user_input and
-// apply_patch: web search, sub-agents, goals, images and plugins are off.
+// apply_patch: web search, sub-agents, goals, images and plugins are off,
+// and so are codex's bundled skills, which it would otherwise unpack into
+// CODEX_HOME at each start (80 files for spawn to remove at the run's end).
 // check_for_update_on_startup, analytics.enabled and features.plugins stop
 // codex's calls home (an update check and analytics to chatgpt.com and
 // ab.chatgpt.com, the plugin marketplace to api.github.com): without them
@@ -221,6 +223,7 @@ func (c *Codex) Command(t Turn) (Command, error) {
 		"features.plugins=false",
 		"features.unbounded_connection_retries=false",
 		"skills.include_instructions=false",
+		"skills.bundled.enabled=false",
 		"check_for_update_on_startup=false",
 		"analytics.enabled=false",
 	)

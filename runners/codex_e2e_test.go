@@ -186,6 +186,10 @@ func TestCodexCoderRunsACommandAndWritesAFileWithApplyPatch(t *testing.T) {
 	assert.Equal(t, "add "+s.repo+"/hello.txt", results[1].Content.String())
 	assert.Equal(t, "hello from codex\n", results[2].Content.String())
 
+	// # codex wrote no bundled skills into its home: nothing for spawn to
+	// remove at the run's end
+	assert.NoDirExists(t, filepath.Join(s.home, "skills"))
+
 	// # the model saw the command's output and the patch's success
 	assert.Contains(t, toolResultSeen(t, s.srv, "call_patch").Content, "Success. Updated the following files:\nA hello.txt")
 	assert.Contains(t, toolResultSeen(t, s.srv, "call_cat").Content, "hello from codex")

@@ -21,7 +21,7 @@ var codexSettings = []string{
 	"-c", `web_search="disabled"`, "-c", "features.multi_agent=false",
 	"-c", "features.goals=false", "-c", "features.view_image=false",
 	"-c", "features.plugins=false", "-c", "features.unbounded_connection_retries=false",
-	"-c", "skills.include_instructions=false",
+	"-c", "skills.include_instructions=false", "-c", "skills.bundled.enabled=false",
 	"-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false",
 	"--skip-git-repo-check", "--ignore-user-config", "--ignore-rules",
 }
