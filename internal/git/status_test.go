@@ -177,11 +177,28 @@ func commitRepo(t *testing.T) (r Repo, ran func() []string) {
 func commitFile(t *testing.T, r Repo, name, body, msg string) string {
 	t.Helper()
 	writeFile(t, r.Dir, name, body)
+	return commitAll(t, r, msg)
+}
+
+// commitAll commits everything r's work tree holds with the message msg
+// (Repo.CommitAll), failing t unless that makes a commit, and returns it.
+func commitAll(t *testing.T, r Repo, msg string) string {
+	t.Helper()
 	sha, err := r.CommitAll(context.Background(), msg)
 	if err != nil || !IsOID(sha) {
 		t.Fatalf("CommitAll = %q, %v", sha, err)
 	}
 	return sha
+}
+
+// runGit runs each of cmds in r, in order, failing t at the first error.
+func runGit(t *testing.T, r Repo, cmds ...[]string) {
+	t.Helper()
+	for _, args := range cmds {
+		if _, err := r.Run(context.Background(), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // committedAll fails t unless r's work tree holds nothing uncommitted.
@@ -218,17 +235,11 @@ func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			first, err := r.CommitAll(ctx, "first")
-			if err != nil || !IsOID(first) {
-				t.Fatalf("CommitAll = %q, %v", first, err)
-			}
+			first := commitAll(t, r, "first")
 			writeFile(t, r.Dir, "file-0001.txt", "b\n")
 			writeFile(t, r.Dir, "new.txt", "new\n")
 			ran()
-			sha, err := r.CommitAll(ctx, "second\n\n  body  \n")
-			if err != nil || !IsOID(sha) {
-				t.Fatalf("CommitAll = %q, %v", sha, err)
-			}
+			sha := commitAll(t, r, "second\n\n  body  \n")
 			if got := ran(); !reflect.DeepEqual(got, append([]string{"status", "add"}, tc.want...)) {
 				t.Fatalf("the commit ran %q, want status, add, then %q", got, tc.want)
 			}
@@ -254,10 +265,7 @@ func TestASmallIndexIsCommittedByOneGitCommitAndALargeOneIsNot(t *testing.T) {
 				t.Fatal(err)
 			}
 			ran()
-			third, err := r.CommitAll(ctx, "third")
-			if err != nil || !IsOID(third) {
-				t.Fatalf("CommitAll = %q, %v", third, err)
-			}
+			third := commitAll(t, r, "third")
 			if got := ran(); !reflect.DeepEqual(got, append([]string{"status"}, tc.tracked...)) {
 				t.Fatalf("the commit of tracked files ran %q, want status, then %q", got, tc.tracked)
 			}
@@ -273,17 +281,9 @@ func TestACommitDoesNotConcludeAMergeInProgress(t *testing.T) {
 	ctx := context.Background()
 	r, _ := commitRepo(t)
 	first := commitFile(t, r, "a.txt", "a\n", "first")
-	for _, args := range [][]string{{"checkout", "--quiet", "-b", "other"}, {"rm", "--quiet", "a.txt"}, {"commit", "--quiet", "-m", "other"},
-		{"checkout", "--quiet", "work"}, {"merge", "--quiet", "--no-commit", "--no-ff", "other"}} {
-		if _, err := r.Run(ctx, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeFile(t, r.Dir, "b.txt", "b\n")
-	sha, err := r.CommitAll(ctx, "mine")
-	if err != nil || !IsOID(sha) {
-		t.Fatalf("CommitAll = %q, %v", sha, err)
-	}
+	runGit(t, r, []string{"checkout", "--quiet", "-b", "other"}, []string{"rm", "--quiet", "a.txt"}, []string{"commit", "--quiet", "-m", "other"},
+		[]string{"checkout", "--quiet", "work"}, []string{"merge", "--quiet", "--no-commit", "--no-ff", "other"})
+	sha := commitFile(t, r, "b.txt", "b\n", "mine")
 	if parents, _ := r.Run(ctx, "rev-list", "--parents", "-n1", sha); parents != sha+" "+first {
 		t.Fatalf("the commit and its parents are %q, want %s on %s alone", parents, sha, first)
 	}
@@ -298,21 +298,11 @@ func TestWhatTheCoderStagedItselfIsCommitted(t *testing.T) {
 	for _, name := range []string{"gone.txt", "old.txt", "kept.txt"} {
 		writeFile(t, r.Dir, name, name+"\n")
 	}
-	if _, err := r.CommitAll(ctx, "first"); err != nil {
-		t.Fatal(err)
-	}
+	commitAll(t, r, "first")
 	// git rm and git mv leave paths that are in neither the index nor the
 	// work tree, which git add refuses.
-	for _, args := range [][]string{{"rm", "--quiet", "gone.txt"}, {"mv", "old.txt", "new.txt"}} {
-		if _, err := r.Run(ctx, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeFile(t, r.Dir, "kept.txt", "changed\n")
-	sha, err := r.CommitAll(ctx, "second")
-	if err != nil || !IsOID(sha) {
-		t.Fatalf("CommitAll = %q, %v", sha, err)
-	}
+	runGit(t, r, []string{"rm", "--quiet", "gone.txt"}, []string{"mv", "old.txt", "new.txt"})
+	sha := commitFile(t, r, "kept.txt", "changed\n", "second")
 	if files, _ := r.Run(ctx, "ls-tree", "--name-only", sha); files != "kept.txt\nnew.txt" {
 		t.Fatalf("the commit holds %q, want kept.txt and new.txt", files)
 	}

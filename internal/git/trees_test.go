@@ -13,12 +13,7 @@ func TestTreesReadsLooseCommitsWithoutGitAndAsksGitForTheRest(t *testing.T) {
 	ctx := context.Background()
 	made, ran := commitRepo(t)
 	packed := commitFile(t, made, "f.txt", "packed\n", "packed")
-	if _, err := made.Run(ctx, "repack", "-a", "-d", "-q"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := made.Run(ctx, "prune-packed"); err != nil {
-		t.Fatal(err)
-	}
+	runGit(t, made, []string{"repack", "-a", "-d", "-q"}, []string{"prune-packed"})
 	loose := commitFile(t, made, "f.txt", "loose\n", "loose")
 	want := map[string]string{}
 	for _, sha := range []string{packed, loose} {
