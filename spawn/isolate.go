@@ -160,11 +160,11 @@ func (c *confinement) grant(route, seat string) (string, error) {
 // serveBridge serves the relay on a unix socket too, for the bridge of a
 // model-only sandbox.
 func (c *confinement) serveBridge() error {
-	// A unix socket's path has at most 107 bytes: a short directory.
+	// A unix socket's path has at most 107 bytes: a short directory, in
+	// /tmp when the user's TMPDIR is too long a path.
 	dir, err := os.MkdirTemp("", "spawn-relay-")
 	if err == nil && len(dir) > 80 {
-		err = errors.Join(os.Remove(dir), errors.New("too long"))
-		if err == nil {
+		if err = os.Remove(dir); err == nil {
 			dir, err = os.MkdirTemp("/tmp", "spawn-relay-")
 		}
 	}
