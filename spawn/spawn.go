@@ -375,13 +375,21 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	if r.mayHoldWork() {
 		errs = append(errs, r.commitLeftovers(ctx, r.lastRound()))
 	}
-	if err := r.sb.Close(); err != nil {
-		errs = append(errs, fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err))
-	}
+	// The git helper, told to stop, exits (with its sandbox) while the
+	// run's other files are cleaned up: nothing else uses it.
+	helperClosed := make(chan error, 1)
+	go func() { helperClosed <- r.sb.Close() }()
+	closeHelper := sync.OnceValue(func() error {
+		if err := <-helperClosed; err != nil {
+			return fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err)
+		}
+		return nil
+	})
 	if r.gh != nil {
 		r.gh.PushLeftovers(ctx)
 	}
 	if err := errors.Join(errs...); neverStarted(err, r.rec) {
+		_ = closeHelper() // it runs in the worktree removed next; its error is joined below
 		errs = append(errs, r.removeEmptySandbox(ctx, err))
 	}
 	for _, c := range r.cleanups {
@@ -390,6 +398,7 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 		}
 	}
 	r.cleanups = nil
+	errs = append(errs, closeHelper())
 	r.record.mu.Lock()
 	r.rec.Usage.RelayedCostUSD = r.spend.relayedCost()
 	r.record.mu.Unlock()
