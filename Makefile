@@ -1,7 +1,7 @@
 # spawn's commands for a fresh machine: `make demo`, `make install` and `make test`.
 GO     ?= go
 AGENTS := $(CURDIR)/agents/node_modules/.bin
-# make install puts spawn (and links to the pinned CLIs) in $(PREFIX)/bin.
+# make install puts spawn and spawn-shim (and links to the pinned CLIs) in $(PREFIX)/bin.
 PREFIX ?= $(HOME)/.local
 
 # The version and commit spawn version prints: the tag (git describe), and
@@ -19,11 +19,20 @@ all: build
 # otherwise initialise: the hook answers each of the coder's tool calls.
 TAGS := urfave_cli_no_docs
 
-# CGO_ENABLED=0: a static binary, which starts without the dynamic loader
-# and libc (spawn uses no C library): spawn's binary runs again as every
-# agent's reaper and model bridge, and as the coder's hooks.
+# Where build puts spawn and spawn-shim (a test builds them elsewhere).
+BIN ?= bin
+
+# build makes two binaries: spawn, and spawn-shim, which runs spawn's own
+# processes (every agent's reaper and model bridge, the coder's hooks, the
+# git helper) and starts in half spawn's time. spawn runs the shim beside
+# it only if its Go build ID is the one stamped into spawn here: a shim
+# from another build is never run (spawn then runs itself instead).
+# CGO_ENABLED=0: static binaries, which start without the dynamic loader
+# and libc (spawn uses no C library).
 build:
-	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o bin/spawn ./cmd/spawn
+	CGO_ENABLED=0 $(GO) build -tags $(TAGS) -o $(BIN)/spawn-shim ./cmd/spawn-shim
+	id=$$($(GO) tool buildid $(BIN)/spawn-shim) && \
+	  CGO_ENABLED=0 $(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS) -X github.com/infinite-improbability-drive/spawn/internal/proc.shimID=$$id" -o $(BIN)/spawn ./cmd/spawn
 
 # The linker flags build uses (a test checks that they stamp spawn version).
 ldflags:
@@ -42,6 +51,7 @@ agents/node_modules/.spawn-installed: agents/package.json agents/package-lock.js
 # finds and whether it is the pinned version).
 install: build agents
 	install -d $(PREFIX)/bin
+	install -m 0755 bin/spawn-shim $(PREFIX)/bin/spawn-shim
 	install -m 0755 bin/spawn $(PREFIX)/bin/spawn
 	@for cli in claude gemini codex; do \
 	  [ -e $(AGENTS)/$$cli ] || continue; \

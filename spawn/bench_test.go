@@ -2,7 +2,11 @@ package spawn
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -56,17 +60,31 @@ func BenchmarkSoloRun(b *testing.B) {
 // "Done." for as many runs as a benchmark makes, and returns the pinned
 // claude, an environment pointing it at the model, and a solo
 // configuration that runs it. The server stops when the benchmark ends.
-func helloTurn(b *testing.B) (claude string, env []string, cfg config.Config) {
-	b.Helper()
-	claude = testenv.Claude(b)
+func helloTurn(tb testing.TB) (claude string, env []string, cfg config.Config) {
+	tb.Helper()
+	claude = testenv.Claude(tb)
 	sc := modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
 		{Tools: []modelserver.ToolCall{{ID: "w1", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/hello.txt", "content": "hi\n"}}}},
 		{Text: "Done."},
 	}}}}
-	srv := testenv.ModelServer(b, sc, modelserver.WithMaxRequests(1<<20))
+	srv := testenv.ModelServer(tb, sc, modelserver.WithMaxRequests(1<<20))
 	cfg = testConfig()
 	cfg.Team.Mode = observability.ModeSolo
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.Command = claude })
 	cfg.Runners.Edit("claude", func(s *runners.Settings) { s.MaxRetries = 0 })
-	return claude, testenv.Env(b, srv.ClaudeEnv()...), cfg
+	return claude, testenv.Env(tb, srv.ClaudeEnv()...), cfg
+}
+
+// userClaude writes the user's configuration in env's XDG_CONFIG_HOME, as
+// a user of the built spawn keeps it: the pinned claude, no retries.
+func userClaude(tb testing.TB, env []string, claude string) {
+	tb.Helper()
+	home, _ := strings.CutPrefix(env[slices.IndexFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "XDG_CONFIG_HOME=") })], "XDG_CONFIG_HOME=")
+	if err := os.MkdirAll(filepath.Join(home, "spawn"), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	toml := fmt.Sprintf("[runners.claude]\ncommand = %q\nmax_retries = 0\n", claude)
+	if err := os.WriteFile(filepath.Join(home, "spawn", "spawn-team.toml"), []byte(toml), 0o644); err != nil {
+		tb.Fatal(err)
+	}
 }

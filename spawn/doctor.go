@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -31,8 +32,9 @@ type Check struct {
 // runnable, their versions against the pinned ones), their credentials
 // (present, never printed), that each model API a run would use answers
 // (checkReach: one request without credentials, which costs nothing), in
-// github mode a GitHub token and its scopes (checkGitHub), and the
-// isolation a run would get. Every check runs, whatever the others found.
+// github mode a GitHub token and its scopes (checkGitHub), whether the
+// spawn-shim built with this spawn is beside it, and the isolation a run
+// would get. Every check runs, whatever the others found.
 func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Check {
 	var checks []Check
 	add := func(name string, ok bool, format string, args ...any) {
@@ -109,6 +111,14 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 	}
 	if cfg.Team.Mode == observability.ModeGitHub {
 		checks = append(checks, checkGitHub(ctx, env, environ.GitHub))
+	}
+	switch own, err := proc.Own(); {
+	case err != nil:
+		add("spawn-shim", false, "cannot find spawn's own binary: %v", err)
+	case filepath.Base(own) == proc.ShimName:
+		add("spawn-shim", true, "%s, built with this spawn, runs its own processes (each agent's reaper and model bridge, the git helper)", own)
+	default:
+		add("spawn-shim", true, "none built with this spawn beside it: spawn runs itself for its own processes, which then start in about twice the time; `make install` puts spawn and its shim side by side")
 	}
 	rep := isolation.Probe(ctx, env, environ.TmpDir)
 	switch {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -283,7 +282,7 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 		return nil, fault.Errorf(fault.KindInternal, err, "cannot lock %s for a new run: %v", pre.plan.SpawnDir(), err)
 	}
 	defer func() { err = errors.Join(err, unlock()) }()
-	exe, err := os.Executable()
+	exe, err := proc.Own()
 	if err != nil {
 		return nil, fault.Errorf(fault.KindInternal, err, "cannot find spawn's own binary: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -194,16 +193,8 @@ func (o *overhead) report(b *testing.B) {
 func BenchmarkConcurrent8(b *testing.B) {
 	const n = 8
 	claude, env, _ := helloTurn(b)
-	bin := spawnBinary(b)
-	// The user's configuration: the pinned claude, no retries.
-	home, _ := strings.CutPrefix(env[slices.IndexFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "XDG_CONFIG_HOME=") })], "XDG_CONFIG_HOME=")
-	if err := os.MkdirAll(filepath.Join(home, "spawn"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	toml := fmt.Sprintf("[runners.claude]\ncommand = %q\nmax_retries = 0\n", claude)
-	if err := os.WriteFile(filepath.Join(home, "spawn", "spawn-team.toml"), []byte(toml), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	bin := testenv.Spawn(b)
+	userClaude(b, env, claude)
 	repos, dirs := make([]string, n), make([]string, n)
 	for i := range n {
 		repos[i], dirs[i] = testenv.Repo(b), testenv.Repo(b)
@@ -299,7 +290,7 @@ func BenchmarkReviewerBytes(b *testing.B) {
 // BenchmarkVersionStartup execs the built spawn binary's `spawn version`
 // against exec of `true`: the start-up cost of the CLI.
 func BenchmarkVersionStartup(b *testing.B) {
-	bin := spawnBinary(b)
+	bin := testenv.Spawn(b)
 	truePath, err := exec.LookPath("true")
 	if err != nil {
 		b.Fatal(err)
@@ -317,19 +308,6 @@ func BenchmarkVersionStartup(b *testing.B) {
 			}
 		})
 	}
-}
-
-// spawnBinary builds spawn as make build does, into a temporary folder,
-// and returns its path.
-func spawnBinary(b *testing.B) string {
-	b.Helper()
-	bin := filepath.Join(b.TempDir(), "spawn")
-	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "github.com/infinite-improbability-drive/spawn/cmd/spawn")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v: %s", err, out)
-	}
-	return bin
 }
 
 // TestWaitsWithin holds the profile's arithmetic: waits that overlap count

@@ -52,13 +52,7 @@ func BenchmarkStreamWhole(b *testing.B) {
 		b.Skip("-short")
 	}
 	mb := testenv.StreamMB(b)
-	bin := filepath.Join(b.TempDir(), "spawn")
-	build := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", bin, "./cmd/spawn")
-	build.Dir = testenv.Root(b)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testenv.Spawn(b)
 	baseline := os.Getenv("SPAWN_BENCH_BASELINE")
 	for _, cli := range streamCLIs() {
 		b.Run(cli.name, func(b *testing.B) {

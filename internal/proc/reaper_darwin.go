@@ -49,10 +49,10 @@ import (
 // reaper started (see above): the reaper's pid and a random word.
 const treeEnv = "SPAWN_PROC_TREE"
 
-// reaperExe is this binary's path, from the loader (there is no
-// /proc/self/exe on Darwin): a binary replaced at that path since spawn
-// started runs as the reaper.
-func reaperExe() (string, error) { return os.Executable() }
+// reaperExe is spawn-shim (Own), or, without one, this binary's path, from
+// the loader (there is no /proc/self/exe on Darwin): a binary replaced at
+// that path since spawn started runs as the reaper.
+func reaperExe() (string, error) { return Own() }
 
 // startReaperCmd starts the reaper in a process group of its own.
 func startReaperCmd(cmd *exec.Cmd) error {

@@ -13,8 +13,9 @@ import (
 	"time"
 )
 
-// On Linux the reaper is this binary re-executed through /proc/self/exe,
-// the very file this process runs, whatever its path has become since.
+// On Linux the reaper is spawn-shim (Own), or, without one, this binary
+// re-executed through /proc/self/exe, the very file this process runs,
+// whatever its path has become since.
 const selfExe = "/proc/self/exe"
 
 // deathSignal is the reaper's parent-death signal: it is sent when the
@@ -30,7 +31,16 @@ const settleWait = 10 * time.Millisecond
 // which package syscall does not define.
 const prSetChildSubreaper = 36
 
-func reaperExe() (string, error) { return selfExe, nil }
+func reaperExe() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if shim, ok := shimBeside(exe, shimID); ok {
+		return shim, nil
+	}
+	return selfExe, nil
+}
 
 // startReaperCmd starts the reaper in a process group of its own, with
 // deathSignal as its parent-death signal, forked from the fork thread.

@@ -38,6 +38,19 @@ func Root(t testing.TB) string {
 	}
 }
 
+// Spawn builds spawn and its shim as make build does, into a temporary
+// folder, and returns spawn's path: the binaries a user runs.
+func Spawn(t testing.TB) string {
+	t.Helper()
+	bin := t.TempDir()
+	cmd := exec.Command("make", "-s", "--no-print-directory", "build", "BIN="+bin)
+	cmd.Dir = Root(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testenv: make build: %v\n%s", err, out)
+	}
+	return filepath.Join(bin, "spawn")
+}
+
 // agent finds a pinned agent CLI installed by `make agents`.
 func agent(t testing.TB, name string) string {
 	t.Helper()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/text"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
@@ -168,7 +169,7 @@ func (r *Repo) Clean(ctx context.Context, opts CleanOptions) (_ []Cleaned, err e
 	excludes := runBranchPatterns(entries)
 	explicit := len(opts.Refs) > 0
 	jail := &cleanJail{}
-	if jail.exe, err = os.Executable(); err != nil {
+	if jail.exe, err = proc.Own(); err != nil {
 		return nil, fault.Errorf(fault.KindInternal, err, "cannot find spawn's own binary: %v", err)
 	}
 	var out []Cleaned

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/git"
+	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
@@ -340,7 +341,7 @@ func (r *Repo) lastHolder(id string) *Holder {
 // its worktree is where spawn puts every run's (never a path read from the
 // record or the worktree).
 func (r *Repo) Sandbox(ctx context.Context, id string, rec *observability.Record) (*sandbox.Sandbox, error) {
-	exe, err := os.Executable()
+	exe, err := proc.Own()
 	if err != nil {
 		return nil, fmt.Errorf("find spawn's own binary: %w", err)
 	}
