@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -115,7 +114,7 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 	switch own, err := proc.Own(); {
 	case err != nil:
 		add("spawn-shim", false, "cannot find spawn's own binary: %v", err)
-	case filepath.Base(own) == proc.ShimName:
+	case proc.IsShim(own):
 		add("spawn-shim", true, "%s, built with this spawn, runs its own processes (each agent's reaper and model bridge, the git helper)", own)
 	default:
 		add("spawn-shim", true, "none built with this spawn beside it: spawn runs itself for its own processes, which then start in about twice the time; `make install` puts spawn and its shim side by side")

@@ -35,6 +35,9 @@ func Own() (string, error) {
 	return exe, nil
 }
 
+// IsShim reports whether path, which Own returned, is spawn-shim's.
+func IsShim(path string) bool { return filepath.Base(path) == ShimName }
+
 // shimBeside returns the spawn-shim in exe's folder, and whether it is
 // there with the build ID id ("" is no ID: never).
 func shimBeside(exe, id string) (string, bool) {

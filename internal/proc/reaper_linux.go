@@ -32,12 +32,9 @@ const settleWait = 10 * time.Millisecond
 const prSetChildSubreaper = 36
 
 func reaperExe() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	if shim, ok := shimBeside(exe, shimID); ok {
-		return shim, nil
+	own, err := Own()
+	if err != nil || IsShim(own) {
+		return own, err
 	}
 	return selfExe, nil
 }
