@@ -378,17 +378,13 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 	// run's other files are cleaned up: nothing else uses it.
 	helperClosed := make(chan error, 1)
 	go func() { helperClosed <- r.sb.Close() }()
-	closeHelper := sync.OnceValue(func() error {
-		if err := <-helperClosed; err != nil {
-			return fault.Errorf(fault.KindInternal, err, "cannot clean up: %v", err)
-		}
-		return nil
-	})
+	var helperErr error
+	helperGone := sync.OnceFunc(func() { helperErr = <-helperClosed })
 	if r.gh != nil {
 		r.gh.PushLeftovers(ctx)
 	}
 	if err := errors.Join(errs...); neverStarted(err, r.rec) {
-		_ = closeHelper() // it runs in the worktree removed next; its error is joined below
+		helperGone() // it runs in the worktree removed next
 		errs = append(errs, r.removeEmptySandbox(ctx, err))
 	}
 	for _, c := range r.cleanups {
@@ -397,7 +393,9 @@ func (r *run) finish(ctx context.Context, verdict observability.Verdict, runErr 
 		}
 	}
 	r.cleanups = nil
-	errs = append(errs, closeHelper())
+	if helperGone(); helperErr != nil {
+		errs = append(errs, fault.Errorf(fault.KindInternal, helperErr, "cannot clean up: %v", helperErr))
+	}
 	r.record.mu.Lock()
 	r.rec.Usage.RelayedCostUSD = r.spend.relayedCost()
 	r.record.mu.Unlock()
