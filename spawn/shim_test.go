@@ -1,11 +1,15 @@
+//go:build linux
+
+// These tests read /proc.
+
 package spawn
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
@@ -26,9 +31,6 @@ import (
 // never from a shim of another build: then it runs itself, and the run is
 // the same.
 func TestSpawnRunsItsOwnProcessesFromTheShimBuiltWithIt(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("reads /proc")
-	}
 	requireBwrap(t)
 	claude, env, _ := helloTurn(t)
 	userClaude(t, env, claude)
@@ -132,4 +134,75 @@ func ownProcesses(ran map[string][]string) {
 			ran[role] = append(ran[role], exe)
 		}
 	}
+}
+
+// The shim runs as the user, outside the sandbox, so the coder must not
+// be able to change it: a go test the coder wrote tries to overwrite it,
+// change its mode, move it and put a file beside it, and none of that
+// reaches the user's files. The run still lands the coder's work.
+func TestACoderCannotReplaceTheShim(t *testing.T) {
+	requireBwrap(t)
+	claude := testenv.Claude(t)
+	bin := testenv.Spawn(t)
+	dir := filepath.Dir(bin)
+	shim := filepath.Join(dir, proc.ShimName)
+	before, err := os.ReadFile(shim)
+	require.NoError(t, err)
+	mark := filepath.Join(t.TempDir(), "pwned")
+	attack := fmt.Sprintf(`package attack
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestShim(t *testing.T) {
+	shim := %q
+	fmt.Println("WRITE", os.WriteFile(shim, []byte("#!/bin/sh\necho pwned >%s\n"), 0o755))
+	fmt.Println("CHMOD", os.Chmod(shim, 0o777))
+	fmt.Println("RENAME", os.Rename(shim, shim+".old"))
+	fmt.Println("BESIDE", os.WriteFile(filepath.Join(filepath.Dir(shim), "planted"), nil, 0o755))
+	fmt.Println("SHIM DONE")
+}
+`, shim, mark)
+	srv := testenv.ModelServer(t, modelserver.Scenario{Anthropic: []modelserver.Script{{Turns: []modelserver.Turn{
+		{Tools: []modelserver.ToolCall{
+			{ID: "gomod", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/go.mod", "content": "module attack\n\ngo 1.21\n"}},
+			{ID: "attack", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/shim_test.go", "content": attack}},
+		}},
+		{Tools: []modelserver.ToolCall{{ID: "go-test", Name: "Bash", Input: map[string]any{"command": "go test -count=1 -v -run TestShim ./...", "description": "test", "timeout": 600000}}}},
+		{Tools: []modelserver.ToolCall{{ID: "w1", Name: "Write", Input: map[string]any{"file_path": "{{workdir}}/hello.txt", "content": "hi\n"}}}},
+		{Text: "Done."},
+	}}}})
+	env := testenv.Env(t, append(srv.ClaudeEnv(), "SPAWN_CACHE=shared")...)
+	userClaude(t, env, claude)
+
+	ran := runWatchingOwnProcesses(t, bin, env)
+	assert.Equal(t, []string{shim}, ran["reaper"], "the run used the shim")
+	var goTest string
+	for _, req := range srv.Requests() {
+		for _, res := range req.ToolResults() {
+			if res.ID == "go-test" {
+				goTest = res.Content
+			}
+		}
+	}
+	require.Contains(t, goTest, "SHIM DONE", "the coder's test ran")
+	assert.NotContains(t, goTest, "WRITE <nil>")
+	after, err := os.ReadFile(shim)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the shim is the one make build made")
+	fi, err := os.Stat(shim)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"spawn", "spawn-shim"}, names, "nothing new beside spawn")
+	assert.NoFileExists(t, mark)
 }
