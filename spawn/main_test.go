@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/infinite-improbability-drive/spawn/internal/entry"
+	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
@@ -32,4 +33,18 @@ func testConfig() config.Config {
 	cfg := config.Default()
 	cfg.Sandbox.Cache = isolation.CacheShared
 	return cfg
+}
+
+// toolOutput is the last output of the tool call id that claude sent the
+// scripted model srv, "" when it sent none.
+func toolOutput(srv *modelserver.Server, id string) string {
+	var out string
+	for _, req := range srv.Requests() {
+		for _, res := range req.ToolResults() {
+			if res.ID == id {
+				out = res.Content
+			}
+		}
+	}
+	return out
 }

@@ -181,14 +181,7 @@ func TestShim(t *testing.T) {
 
 	ran := runWatchingOwnProcesses(t, bin, env)
 	assert.Equal(t, []string{shim}, ran["reaper"], "the run used the shim")
-	var goTest string
-	for _, req := range srv.Requests() {
-		for _, res := range req.ToolResults() {
-			if res.ID == "go-test" {
-				goTest = res.Content
-			}
-		}
-	}
+	goTest := toolOutput(srv, "go-test")
 	require.Contains(t, goTest, "SHIM DONE", "the coder's test ran")
 	assert.NotContains(t, goTest, "WRITE <nil>")
 	after, err := os.ReadFile(shim)

@@ -41,14 +41,7 @@ func TestWhatTheCoderStagedWithGitLandsOnTheBranch(t *testing.T) {
 		{Text: "Renamed the README."},
 	}}}}, "rename the README", nil)
 	require.NoError(t, r.err)
-	var ran string
-	for _, req := range r.srv.Requests() {
-		for _, res := range req.ToolResults() {
-			if res.ID == "go-test" {
-				ran = res.Content
-			}
-		}
-	}
+	ran := toolOutput(r.srv, "go-test")
 	require.Contains(t, ran, "ok", "the coder's go test ran: %s", ran)
 	assert.Equal(t, "READ-ME.md\ngo.mod\nrename_test.go", testenv.Git(t, r.repo, "ls-tree", "--name-only", r.rec.Branch))
 	assert.Len(t, r.rec.Commits, 1)
