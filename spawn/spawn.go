@@ -40,6 +40,9 @@ type Options struct {
 	RepoDir string // a directory in the repository; "" is the current one
 	Base    string // the ref the sandbox branch starts from; "" means HEAD
 	Branch  string // the sandbox branch; "" means spawn/<id>/<slug>
+	// Found is the repository and base as the caller's git process found
+	// them from RepoDir (runs.OpenRepoAt); nil means the run finds them.
+	Found *sandbox.Found
 	// Env is the environment spawn runs in: agents inherit it, and the
 	// values of its secret variables are redacted from everything written.
 	Env []string
@@ -194,7 +197,7 @@ func preflight(ctx context.Context, opts Options, id string) (checked, error) {
 	}()
 	// The branch is named after the task, with no secret in it.
 	named := observability.RedactorOf(environ.Secrets...).String(opts.Task)
-	plan, err := sandbox.Prepare(ctx, sandbox.Request{RepoDir: opts.RepoDir, Base: opts.Base, Branch: opts.Branch, ID: id, Task: named, Env: opts.Env})
+	plan, err := sandbox.Prepare(ctx, sandbox.Request{RepoDir: opts.RepoDir, Base: opts.Base, Branch: opts.Branch, ID: id, Task: named, Env: opts.Env, Found: opts.Found})
 	iso := <-probe
 	if err != nil {
 		return checked{}, err

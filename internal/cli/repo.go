@@ -20,7 +20,12 @@ func repoFlag() cli.Flag {
 // the runs whose spawn died (their work committed, their record finished
 // as interrupted), telling the user once, on stderr, for each.
 func (d *deps) openRepo(ctx context.Context, dir string) (*runs.Repo, error) {
-	repo, err := runs.OpenRepo(ctx, dir, d.env)
+	return d.openRepoAt(ctx, dir, "")
+}
+
+// openRepoAt is openRepo that also resolves base (runs.OpenRepoAt).
+func (d *deps) openRepoAt(ctx context.Context, dir, base string) (*runs.Repo, error) {
+	repo, err := runs.OpenRepoAt(ctx, dir, base, d.env)
 	if err != nil {
 		return nil, err
 	}

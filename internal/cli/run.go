@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/spawn/config"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
 // runOptions is `spawn run` after flag parsing.
@@ -201,9 +203,12 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 	// Runs whose spawn died are repaired before a new one starts. Outside
 	// a repository there is nothing to repair, and spawn.Run says why it
 	// cannot run there.
+	// The git process that finds the repository resolves the run's base
+	// too, for the sandbox.
 	src := config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: flags}
-	if repo, err := d.openRepo(ctx, opts.Repo); err == nil {
-		src.Top = repo.WorkTree
+	var found *sandbox.Found
+	if repo, err := d.openRepoAt(ctx, opts.Repo, cmp.Or(opts.Base, "HEAD")); err == nil {
+		src.Top, found = repo.WorkTree, &repo.Found
 	} else if spawn.KindOf(err) != fault.KindRepo {
 		return rejected(task, err), err
 	}
@@ -220,6 +225,7 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 		RepoDir: opts.Repo,
 		Base:    opts.Base,
 		Branch:  opts.Branch,
+		Found:   found,
 		Env:     d.env,
 		Hurry:   d.hurry,
 		ID:      opts.DetachedID,

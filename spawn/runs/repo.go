@@ -30,9 +30,12 @@ type Repo struct {
 	WorkTree string
 	Git      git.Repo
 	Registry *Registry
-	env      []string
-	tmpDir   string   // env's TMPDIR (config.ReadEnvironment)
-	secrets  []string // env's secrets (config.ReadEnvironment)
+	// Found is the work tree as git found it, and the commit the base
+	// OpenRepoAt was given names.
+	Found   sandbox.Found
+	env     []string
+	tmpDir  string   // env's TMPDIR (config.ReadEnvironment)
+	secrets []string // env's secrets (config.ReadEnvironment)
 	// listed is the registry as Repair last listed it, when it repaired
 	// nothing: List's next answer, once.
 	listed []Entry
@@ -57,6 +60,13 @@ func (r *Repo) List() ([]Entry, error) {
 // directory) and its run registry. It creates nothing. Outside a git
 // repository it fails with a repo *fault.Error.
 func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
+	return OpenRepoAt(ctx, dir, "", env)
+}
+
+// OpenRepoAt is OpenRepo that, with the same git process, resolves base
+// (a ref; "" resolves none) into the commit it names: the Repo's Found,
+// which a run's sandbox.Prepare takes as it is.
+func OpenRepoAt(ctx context.Context, dir, base string, env []string) (*Repo, error) {
 	if dir == "" {
 		dir = "."
 	}
@@ -64,7 +74,8 @@ func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
 	if err != nil {
 		return nil, fault.Errorf(fault.KindRepo, err, "cannot resolve the repository path %q: %v", dir, err)
 	}
-	tree, err := git.Open(ctx, abs, env)
+	found, err := sandbox.Find(ctx, abs, base, env)
+	tree := found.Repo
 	if errors.Is(err, git.ErrNotRepo) {
 		return nil, fault.Errorf(fault.KindRepo, err, "%s is not in a git repository; run spawn inside one or pass --repo", abs)
 	}
@@ -87,6 +98,7 @@ func OpenRepo(ctx context.Context, dir string, env []string) (*Repo, error) {
 		WorkTree: tree.Dir,
 		Git:      git.Repo{Dir: top, Env: env},
 		Registry: Open(filepath.Join(top, sandbox.Dir)),
+		Found:    found,
 		env:      env,
 		tmpDir:   environ.TmpDir,
 		secrets:  environ.Secrets,

@@ -51,6 +51,25 @@ type Request struct {
 	ID      string // the run's id
 	Task    string // names the default branch
 	Env     []string
+	// Found, when it was opened from RepoDir for Base, is taken as it is:
+	// Prepare runs no git process to find them again.
+	Found *Found
+}
+
+// Found is what one git process (git.OpenAt) learnt of the repository
+// that holds the directory From and of the commit Ref names.
+type Found struct {
+	From string // the absolute directory it was opened from
+	Ref  string // the base asked for: "HEAD" when none was
+	Repo git.Repo
+	SHA  string // the commit Ref names; "" when it names none
+}
+
+// Find opens the repository that holds the absolute directory dir and
+// resolves ref, with one git process.
+func Find(ctx context.Context, dir, ref string, env []string) (Found, error) {
+	repo, sha, err := git.OpenAt(ctx, dir, env, ref)
+	return Found{From: dir, Ref: ref, Repo: repo, SHA: sha}, err
 }
 
 // Plan is a sandbox checked but not yet created.
@@ -84,15 +103,20 @@ func Prepare(ctx context.Context, req Request) (Plan, error) {
 	if baseRef == "" {
 		baseRef = "HEAD"
 	}
-	// One rev-parse finds the repository and the base; which error it is,
-	// is asked only when the base names no commit.
-	repo, base, err := git.OpenAt(ctx, abs, req.Env, baseRef)
-	if errors.Is(err, git.ErrNotRepo) {
-		return Plan{}, inputErrorf(err, "%s is not a git repository; run spawn inside one or pass --repo", abs)
+	// One rev-parse finds the repository and the base, unless the caller's
+	// did; which error it is, is asked only when the base names no commit.
+	found := req.Found
+	if found == nil || found.From != abs || found.Ref != baseRef {
+		f, err := Find(ctx, abs, baseRef, req.Env)
+		if errors.Is(err, git.ErrNotRepo) {
+			return Plan{}, inputErrorf(err, "%s is not a git repository; run spawn inside one or pass --repo", abs)
+		}
+		if err != nil {
+			return Plan{}, inputErrorf(err, "cannot read the git repository at %s: %v", abs, err)
+		}
+		found = &f
 	}
-	if err != nil {
-		return Plan{}, inputErrorf(err, "cannot read the git repository at %s: %v", abs, err)
-	}
+	repo, base := found.Repo, found.SHA
 	if base == "" {
 		if baseRef == "HEAD" || !repo.HasCommits(ctx) {
 			return Plan{}, inputErrorf(nil, "the repository at %s has no commits yet; make a first commit, then run spawn", repo.Dir)

@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -348,4 +350,41 @@ func TestCloseStopsAHelperStillStarting(t *testing.T) {
 	require.NoError(t, sb.Close())
 	assert.Nil(t, sb.helper)
 	assert.Nil(t, sb.starting)
+}
+
+// What the caller's git process found (runs.OpenRepoAt) is what Prepare
+// would find itself: taken for the same directory and base, it runs no
+// process; for another base, it is not taken.
+func TestPrepareTakesTheRepositoryTheCallerFound(t *testing.T) {
+	repo, env := testenv.Repo(t), testenv.Env(t)
+	found, err := Find(t.Context(), repo, "HEAD", env)
+	require.NoError(t, err)
+	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	require.NoError(t, err)
+	require.Equal(t, string(bytes.TrimSpace(head)), found.SHA)
+
+	var mu sync.Mutex
+	var ran []string
+	ctx := proc.WithTrace(t.Context(), &proc.Trace{Waited: func(what string, _, _ time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, what)
+	}})
+	plan, err := Prepare(ctx, Request{RepoDir: repo, ID: "20261128-000000-abcd", Task: "t", Env: env, Found: &found})
+	require.NoError(t, err)
+	_, err = plan.Dirty()
+	require.NoError(t, err)
+	assert.Equal(t, found.SHA, plan.Base)
+	assert.Equal(t, found.Repo.Dir, plan.Repo.Dir)
+	assert.Equal(t, []string{"git"}, ran, "only the background status of the repository runs")
+
+	ran = nil
+	other := found
+	other.SHA = "0000000000000000000000000000000000000001"
+	plan, err = Prepare(ctx, Request{RepoDir: repo, Base: "main", ID: "20261128-000000-abce", Task: "t", Env: env, Found: &other})
+	require.NoError(t, err)
+	_, err = plan.Dirty()
+	require.NoError(t, err)
+	assert.Equal(t, found.SHA, plan.Base, "a Found of another base is not taken")
+	assert.Len(t, ran, 2, "its own rev-parse, and the status")
 }
