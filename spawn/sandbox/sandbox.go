@@ -302,11 +302,22 @@ func (p Plan) Create(ctx context.Context, exe string) (sb *Sandbox, err error) {
 	if err := appendFile(filepath.Join(store, "config"), fmt.Sprintf("[user]\n\tname = %s\n\temail = %s\n[gc]\n\tauto = 0\n", quoteConfig(name), quoteConfig(email))); err != nil {
 		return sb, err
 	}
-	if _, err := (git.Repo{Dir: p.Path, Env: p.Repo.Env}).Run(ctx, "reset", "--quiet", "--hard"); err != nil {
-		return sb, fmt.Errorf("check out %s in the worktree: %w", p.Base, err)
-	}
-	if err := p.Repo.UpdateRef(ctx, "refs/heads/"+p.Branch, p.Base, git.ZeroOID(format), "spawn: run "+p.ID); err != nil {
-		return sb, fmt.Errorf("create the branch %s: %w", p.Branch, err)
+	// The run's branch is made in your repository while the worktree is
+	// checked out: neither reads what the other writes. A checkout that
+	// fails takes the branch away again.
+	ref, zero := "refs/heads/"+p.Branch, git.ZeroOID(format)
+	branched := make(chan error, 1)
+	go func() { branched <- p.Repo.UpdateRef(ctx, ref, p.Base, zero, "spawn: run "+p.ID) }()
+	_, err = (git.Repo{Dir: p.Path, Env: p.Repo.Env}).Run(ctx, "reset", "--quiet", "--hard")
+	berr := <-branched
+	switch {
+	case err != nil && berr == nil:
+		return sb, errors.Join(fmt.Errorf("check out %s in the worktree: %w", p.Base, err),
+			p.Repo.UpdateRef(context.WithoutCancel(ctx), ref, zero, p.Base, "spawn: run "+p.ID+" not made"))
+	case err != nil:
+		return sb, errors.Join(fmt.Errorf("check out %s in the worktree: %w", p.Base, err), berr)
+	case berr != nil:
+		return sb, fmt.Errorf("create the branch %s: %w", p.Branch, berr)
 	}
 	return sb, nil
 }

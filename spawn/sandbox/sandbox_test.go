@@ -87,6 +87,28 @@ func TestCreateNeverTakesABranchThatExists(t *testing.T) {
 	assert.NoDirExists(t, plan.Path, "nothing is left of the sandbox")
 }
 
+// The run's branch is made while the worktree is checked out: when the
+// checkout fails (here a blob of the base is missing from the user's
+// store), Create fails, the branch is taken away again and nothing is left
+// behind.
+func TestCreateThatCannotCheckOutLeavesNoBranch(t *testing.T) {
+	repo := testenv.Repo(t)
+	env := testenv.Env(t)
+	require.NoError(t, os.WriteFile(filepath.Join(repo, "lost.txt"), []byte("a blob that goes missing\n"), 0o644))
+	testenv.Git(t, repo, "add", "lost.txt")
+	testenv.Git(t, repo, "commit", "--quiet", "-m", "lost")
+	blob := testenv.Git(t, repo, "rev-parse", "HEAD:lost.txt")
+	require.NoError(t, os.Remove(filepath.Join(repo, ".git", "objects", blob[:2], blob[2:])))
+	plan, err := Prepare(t.Context(), Request{RepoDir: repo, ID: "20261128-000000-abcd", Task: "the task", Env: env})
+	require.NoError(t, err)
+	sb, err := plan.Create(t.Context(), testExe(t))
+	require.Error(t, err)
+	assert.Nil(t, sb)
+	assert.Contains(t, err.Error(), "check out")
+	assert.Empty(t, testenv.Git(t, repo, "for-each-ref", "refs/heads/spawn/"), "no branch of the run is left")
+	assert.NoDirExists(t, plan.Path, "nothing is left of the sandbox")
+}
+
 // Save commits what the coder left, publishes the coder's own commits and
 // spawn's into the user's repository (the objects verified) and moves the
 // run's branch there; Head is the published tip. A save with nothing new
