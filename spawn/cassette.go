@@ -29,7 +29,8 @@ const (
 // run's redactor; the record names it. In a replay, the relay answers
 // from the replayed run's cassette instead. It adds to the run's
 // cleanups what fills in the commits' trees and closes the cassette,
-// which run after the relay is closed.
+// which run after the relay is closed. Last, it writes the record, the
+// run's first write of it, and waits for it.
 func (r *run) startCassette() error {
 	b, err := config.Encode(r.opts.Config)
 	if err == nil {

@@ -313,10 +313,9 @@ func begin(ctx context.Context, opts Options, pre checked, id string, started ti
 	rec.Isolation = conf.record()
 	rec.Seats = pre.seats.record()
 	r.rec, r.red, r.conf, r.cleanups = rec, red, conf, []func(context.Context) error{conf.cleanup}
+	// The record is first written, and waited for, once the cassette is
+	// named in it (startCassette): before any agent starts.
 	r.record = newRecorder(rec, dir.RecordPath(), red)
-	if err := r.record.save(); err != nil {
-		return nil, undo(errors.Join(fault.Errorf(fault.KindInternal, err, "%v", err), dir.Remove()))
-	}
 	if r.log, err = runs.OpenEventLog(dir.EventsPath(), red); err != nil {
 		return nil, undo(errors.Join(fault.Errorf(fault.KindInternal, err, "cannot write the event log: %v", err), dir.Remove()))
 	}
