@@ -6,6 +6,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -492,12 +493,9 @@ func (s *Sandbox) Save(ctx context.Context, jail Jail, msg string) (_ Saved, err
 	}
 	s.lock()
 	defer s.mu.Unlock()
-	pack, err := os.CreateTemp("", "spawn-pack-")
-	if err != nil {
-		return Saved{}, fmt.Errorf("save the coder's work: %w", err)
-	}
-	defer func() { err = errors.Join(err, pack.Close(), os.Remove(pack.Name())) }()
+	pack := &packImport{ctx: ctx, repo: s.Repo}
 	ans, err := s.ask(ctx, jail, helperRequest{Mode: modeSave, Message: msg, Name: s.name, Email: s.email, Base: s.Base, Known: s.published}, pack)
+	imported := pack.end(err)
 	saved := Saved{Committed: ans.Committed, HeadRef: ans.HeadRef, Leftovers: ans.Leftovers, Published: s.published, Removed: ans.Removed}
 	if err != nil {
 		return saved, err
@@ -505,13 +503,8 @@ func (s *Sandbox) Save(ctx context.Context, jail Jail, msg string) (_ Saved, err
 	if ans.Tip == "" || ans.Tip == s.published {
 		return saved, nil
 	}
-	if ans.Pack {
-		if _, err := pack.Seek(0, io.SeekStart); err != nil {
-			return saved, err
-		}
-		if err := s.Repo.ImportPack(ctx, pack); err != nil {
-			return saved, fmt.Errorf("the coder's commits could not be verified, so the branch %s stays at %s: %w", s.Branch, s.published, err)
-		}
+	if imported != nil {
+		return saved, fmt.Errorf("the coder's commits could not be verified, so the branch %s stays at %s: %w", s.Branch, s.published, imported)
 	}
 	if err := s.Repo.UpdateRef(ctx, "refs/heads/"+s.Branch, ans.Tip, s.published, "spawn: publish the coder's work"); err != nil {
 		return saved, fmt.Errorf("the branch %s cannot be moved to the coder's work: %w", s.Branch, err)
@@ -519,6 +512,42 @@ func (s *Sandbox) Save(ctx context.Context, jail Jail, msg string) (_ Saved, err
 	s.published = ans.Tip
 	saved.Own, saved.Published = ans.Commits, ans.Tip
 	return saved, nil
+}
+
+// packImport is where a save's pack goes: its first bytes start the
+// import into the user's repository (git.Repo.ImportPack, which verifies
+// every object), and the rest streams into it as the helper sends it, so
+// that your git reads the pack while the coder's side still writes it. A
+// save without a pack starts nothing.
+type packImport struct {
+	ctx  context.Context
+	repo git.Repo
+	w    *io.PipeWriter
+	done chan error
+}
+
+func (p *packImport) Write(b []byte) (int, error) {
+	if p.w == nil {
+		r, w := io.Pipe()
+		p.w, p.done = w, make(chan error, 1)
+		go func() {
+			err := p.repo.ImportPack(p.ctx, r)
+			// An import that ended early fails the helper's next write.
+			r.CloseWithError(cmp.Or(err, errors.New("the pack went on after its end")))
+			p.done <- err
+		}()
+	}
+	return p.w.Write(b)
+}
+
+// end ends the pack, cut short with cause unless cause is nil, and returns
+// the import's error: nil when no pack came.
+func (p *packImport) end(cause error) error {
+	if p.w == nil {
+		return nil
+	}
+	p.w.CloseWithError(cause) // nil: the import reads the end of the pack
+	return <-p.done
 }
 
 // Status is what the worktree holds that the branch does not.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -257,6 +258,50 @@ func TestAnUnverifiablePackMovesNothing(t *testing.T) {
 	assert.Equal(t, sb.Base, testenv.Git(t, sb.Repo.Dir, "rev-parse", sb.Branch))
 	_, err = exec.Command("git", "-C", sb.Repo.Dir, "cat-file", "-e", tip).CombinedOutput()
 	assert.Error(t, err, "the commit did not enter the user's repository")
+}
+
+// The pack streams into the user's git as the helper sends it: a pack cut
+// short (the helper's pack-objects failed halfway), or one that is not a
+// pack at all (more than a pipe holds, so that the import stops reading
+// while the helper still writes), fails the save without hanging, and the
+// run's branch and the user's store are as they were.
+func TestAPackCutShortOrForgedMovesNothing(t *testing.T) {
+	other := testenv.Repo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(other, "x.txt"), []byte("x\n"), 0o644))
+	testenv.Git(t, other, "add", "x.txt")
+	testenv.Git(t, other, "commit", "-q", "-m", "x")
+	tip := testenv.Git(t, other, "rev-parse", "HEAD")
+	cmd := exec.Command("git", "pack-objects", "--revs", "--stdout", "-q")
+	cmd.Dir, cmd.Stdin = other, strings.NewReader(tip+"\n")
+	packed, err := cmd.Output()
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, want string
+		pack       []byte
+		end        string
+	}{
+		{"cut short", "pack the objects", packed[:len(packed)/2], `{"error":"pack the objects: signal: killed"}`},
+		{"not a pack", "could not be", bytes.Repeat([]byte("not a pack "), 200_000), "{}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sb, _ := newSandbox(t)
+			var said bytes.Buffer
+			said.WriteString(`{"tip":"` + tip + `","pack":true}` + "\n")
+			frames := &frameWriter{w: &said}
+			_, err := frames.Write(tc.pack)
+			require.NoError(t, err)
+			require.NoError(t, frames.end())
+			said.WriteString(tc.end + "\n")
+			answer := filepath.Join(t.TempDir(), "answer")
+			require.NoError(t, os.WriteFile(answer, said.Bytes(), 0o644))
+			_, err = sb.Save(t.Context(), fakeHelper{script: "cat " + answer + "; cat >/dev/null"}, "spawn: nothing")
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Equal(t, sb.Base, testenv.Git(t, sb.Repo.Dir, "rev-parse", sb.Branch), "the branch did not move")
+			_, err = exec.Command("git", "-C", sb.Repo.Dir, "cat-file", "-e", tip).CombinedOutput()
+			assert.Error(t, err, "the commit did not enter the user's repository")
+		})
+	}
 }
 
 // fakeHelper answers in the helper's place with a shell script.
