@@ -493,18 +493,20 @@ func (s *Sandbox) Save(ctx context.Context, jail Jail, msg string) (_ Saved, err
 	}
 	s.lock()
 	defer s.mu.Unlock()
-	pack := &packImport{ctx: ctx, repo: s.Repo}
+	pack, end := streamImport(ctx, s.Repo)
 	ans, err := s.ask(ctx, jail, helperRequest{Mode: modeSave, Message: msg, Name: s.name, Email: s.email, Base: s.Base, Known: s.published}, pack)
-	imported := pack.end(err)
+	imported := end(err)
 	saved := Saved{Committed: ans.Committed, HeadRef: ans.HeadRef, Leftovers: ans.Leftovers, Published: s.published, Removed: ans.Removed}
+	if imported != nil && (err == nil || errors.Is(err, imported)) {
+		// The import refused the pack (before its end, the helper's write
+		// failed with the import's error).
+		return saved, fmt.Errorf("the coder's commits could not be verified, so the branch %s stays at %s: %w", s.Branch, s.published, imported)
+	}
 	if err != nil {
 		return saved, err
 	}
 	if ans.Tip == "" || ans.Tip == s.published {
 		return saved, nil
-	}
-	if imported != nil {
-		return saved, fmt.Errorf("the coder's commits could not be verified, so the branch %s stays at %s: %w", s.Branch, s.published, imported)
 	}
 	if err := s.Repo.UpdateRef(ctx, "refs/heads/"+s.Branch, ans.Tip, s.published, "spawn: publish the coder's work"); err != nil {
 		return saved, fmt.Errorf("the branch %s cannot be moved to the coder's work: %w", s.Branch, err)
@@ -514,41 +516,44 @@ func (s *Sandbox) Save(ctx context.Context, jail Jail, msg string) (_ Saved, err
 	return saved, nil
 }
 
-// packImport is where a save's pack goes: its first bytes start the
-// import into the user's repository (git.Repo.ImportPack, which verifies
-// every object), and the rest streams into it as the helper sends it, so
-// that your git reads the pack while the coder's side still writes it. A
-// save without a pack starts nothing.
-type packImport struct {
-	ctx  context.Context
-	repo git.Repo
-	w    *io.PipeWriter
-	done chan error
+// streamImport is where a save's pack goes: its first bytes start the
+// import into repo (git.Repo.ImportPack, which verifies every object),
+// and the rest streams into it as the helper sends it, so that your git
+// reads the pack while the coder's side still writes it. A save without a
+// pack starts nothing. end ends the pack, cut short with cause unless
+// cause is nil, and returns the import's error: nil when no pack came. An
+// import that refuses the pack before its end fails the helper's next
+// write with that same error.
+func streamImport(ctx context.Context, repo git.Repo) (pack io.Writer, end func(cause error) error) {
+	var w *io.PipeWriter
+	var done chan error
+	pack = writerFunc(func(b []byte) (int, error) {
+		if w == nil {
+			var r *io.PipeReader
+			r, w = io.Pipe()
+			done = make(chan error, 1)
+			go func() {
+				err := repo.ImportPack(ctx, r)
+				r.CloseWithError(cmp.Or(err, errors.New("the pack went on after its end")))
+				done <- err
+			}()
+		}
+		return w.Write(b)
+	})
+	end = func(cause error) error {
+		if w == nil {
+			return nil
+		}
+		w.CloseWithError(cause) // nil: the import reads the end of the pack
+		return <-done
+	}
+	return pack, end
 }
 
-func (p *packImport) Write(b []byte) (int, error) {
-	if p.w == nil {
-		r, w := io.Pipe()
-		p.w, p.done = w, make(chan error, 1)
-		go func() {
-			err := p.repo.ImportPack(p.ctx, r)
-			// An import that ended early fails the helper's next write.
-			r.CloseWithError(cmp.Or(err, errors.New("the pack went on after its end")))
-			p.done <- err
-		}()
-	}
-	return p.w.Write(b)
-}
+// writerFunc is a function as an io.Writer.
+type writerFunc func([]byte) (int, error)
 
-// end ends the pack, cut short with cause unless cause is nil, and returns
-// the import's error: nil when no pack came.
-func (p *packImport) end(cause error) error {
-	if p.w == nil {
-		return nil
-	}
-	p.w.CloseWithError(cause) // nil: the import reads the end of the pack
-	return <-p.done
-}
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
 
 // Status is what the worktree holds that the branch does not.
 type Status struct {

@@ -281,7 +281,7 @@ func TestAPackCutShortOrForgedMovesNothing(t *testing.T) {
 		end        string
 	}{
 		{"cut short", "pack the objects", packed[:len(packed)/2], `{"error":"pack the objects: signal: killed"}`},
-		{"not a pack", "could not be", bytes.Repeat([]byte("not a pack "), 200_000), "{}"},
+		{"not a pack", "could not be verified", bytes.Repeat([]byte("not a pack "), 200_000), "{}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sb, _ := newSandbox(t)
