@@ -108,6 +108,8 @@ END {
 		one("  spawn own time per agent process", v(p, "overhead-ms/proc"), "ms", "10 ms")
 		one("    of it, waiting for git, bwrap and its helper", v(p, "waited-ms/proc"), "ms", "-")
 		one("    of it, spawn itself (its own code)", v(p, "code-ms/proc"), "ms", "-")
+		one("    waits per agent process (git, probe, helper)", (has(p, "waits/proc") ? sprintf("%.1f", v(p, "waits/proc")) : ""), "text", "-")
+		one("    a bare git process (git --version) beside", v(p, "git-exec-ms"), "ms", "-")
 		one("  spawn own time, % of the wall time", v(p, "overhead-%"), "%", "2 %")
 		one("  before first agent / between two / after last", \
 			(has(p, "setup-ms") ? sprintf("%.0f / %.0f / %.0f ms", v(p, "setup-ms"), v(p, "between-ms"), v(p, "finish-ms")) : ""), "text", "-")

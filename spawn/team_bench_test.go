@@ -30,7 +30,9 @@ import (
 // next one's start (mean), finish-ms after the last; and of the overhead,
 // waited-ms/proc spawn spent waiting for the processes it needs (git,
 // bubblewrap, its git helper: proc.Trace) and code-ms/proc the rest, its
-// own code.
+// own code; waits/proc how many processes (and answers of the helper)
+// it waited for per agent process, and git-exec-ms what a bare
+// `git --version` takes beside them.
 func BenchmarkPingpongOverhead(b *testing.B) {
 	reg := runners.NewRegistry()
 	bins := map[string]string{"claude": testenv.Claude(b), "codex": testenv.Codex(b), "gemini": testenv.Gemini(b)}
@@ -80,6 +82,7 @@ func BenchmarkPingpongOverhead(b *testing.B) {
 					o.add(start, end, rec.CommandLines, &w)
 				}
 				o.report(b)
+				b.ReportMetric(gitExecMS(b, base), "git-exec-ms")
 			})
 		}
 	}
@@ -93,6 +96,7 @@ type overhead struct {
 	procs                                int
 	wall, agents, setup, between, finish time.Duration
 	waited                               time.Duration
+	waits                                int // processes waited for (and the helper's answers)
 }
 
 func (o *overhead) add(start, end time.Time, cls []observability.CommandLine, w *waits) {
@@ -113,6 +117,7 @@ func (o *overhead) add(start, end time.Time, cls []observability.CommandLine, w 
 	}
 	o.finish += end.Sub(last)
 	o.waited += w.within(last, end)
+	o.waits += w.count()
 }
 
 // waits are the spans a run spent waiting for processes (proc.Trace).
@@ -125,6 +130,13 @@ func (w *waits) add(_ string, start, end time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.spans = append(w.spans, [2]time.Time{start, end})
+}
+
+// count is how many waits there were.
+func (w *waits) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.spans)
 }
 
 // within is how long, from..to, at least one wait ran: waits that ran at
@@ -173,10 +185,27 @@ func (o *overhead) report(b *testing.B) {
 	b.ReportMetric(ms(over)/float64(o.procs), "overhead-ms/proc")
 	b.ReportMetric(ms(o.waited)/float64(o.procs), "waited-ms/proc")
 	b.ReportMetric(ms(over-o.waited)/float64(o.procs), "code-ms/proc")
+	b.ReportMetric(float64(o.waits)/float64(o.procs), "waits/proc")
 	b.ReportMetric(100*over.Seconds()/o.wall.Seconds(), "overhead-%")
 	b.ReportMetric(ms(o.wall)/n, "wall-ms")
 	b.ReportMetric(ms(o.agents)/n, "agents-ms")
 	b.ReportMetric(float64(o.procs)/n, "procs")
+}
+
+// gitExecMS is the mean wall time of a bare `git --version` in env, ten
+// of them: what any git process costs on this machine, beside which the
+// pingpong's waits are read.
+func gitExecMS(b *testing.B, env []string) float64 {
+	const n = 10
+	start := time.Now()
+	for range n {
+		cmd := exec.Command("git", "--version")
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git --version: %v: %s", err, out)
+		}
+	}
+	return float64(time.Since(start).Microseconds()) / 1e3 / n
 }
 
 // BenchmarkConcurrent8 is eight one-turn solo runs at once, each a
