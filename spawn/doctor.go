@@ -45,7 +45,7 @@ func Doctor(ctx context.Context, repoDir, configFile string, env []string) []Che
 		add("repository", false, "%v", err)
 	} else {
 		add("repository", true, "%s", repo.Dir)
-		src.Top = repo.WorkTree
+		src.Top = repo.WorkTree()
 	}
 	loaded, err := config.Load(ctx, src)
 	cfg := loaded.Config

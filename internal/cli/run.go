@@ -208,7 +208,7 @@ func execute(ctx context.Context, d *deps, opts *runOptions) (*observability.Rec
 	src := config.Source{File: opts.Config, RepoDir: opts.Repo, Env: d.env, Flags: flags}
 	var found *sandbox.Found
 	if repo, err := d.openRepoAt(ctx, opts.Repo, cmp.Or(opts.Base, "HEAD")); err == nil {
-		src.Top, found = repo.WorkTree, &repo.Found
+		src.Top, found = repo.WorkTree(), &repo.Found
 	} else if spawn.KindOf(err) != fault.KindRepo {
 		return rejected(task, err), err
 	}

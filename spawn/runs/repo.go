@@ -24,14 +24,12 @@ import (
 type Repo struct {
 	// Dir is the top of the repository's main work tree, wherever in the
 	// repository (a subdirectory, a sandbox worktree) it was opened from.
-	Dir string
-	// WorkTree is the top of the work tree it was opened in: Dir, or a
-	// linked worktree's own.
-	WorkTree string
+	Dir      string
 	Git      git.Repo
 	Registry *Registry
-	// Found is the work tree as git found it, and the commit the base
-	// OpenRepoAt was given names.
+	// Found is the work tree it was opened in, as git found it (Dir, or a
+	// linked worktree's own), and the commit the base OpenRepoAt was given
+	// names.
 	Found   sandbox.Found
 	env     []string
 	tmpDir  string   // env's TMPDIR (config.ReadEnvironment)
@@ -95,7 +93,6 @@ func OpenRepoAt(ctx context.Context, dir, base string, env []string) (*Repo, err
 	environ := config.ReadEnvironment(env)
 	return &Repo{
 		Dir:      top,
-		WorkTree: tree.Dir,
 		Git:      git.Repo{Dir: top, Env: env},
 		Registry: Open(filepath.Join(top, sandbox.Dir)),
 		Found:    found,
@@ -104,6 +101,10 @@ func OpenRepoAt(ctx context.Context, dir, base string, env []string) (*Repo, err
 		secrets:  environ.Secrets,
 	}, nil
 }
+
+// WorkTree is the top of the work tree the repository was opened in: Dir,
+// or a linked worktree's own.
+func (r *Repo) WorkTree() string { return r.Found.Repo.Dir }
 
 // Find returns the run ref names: an id, a unique prefix of one, or
 // "last". A reference that names no run, or more than one, is a usage
