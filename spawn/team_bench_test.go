@@ -18,6 +18,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
 // BenchmarkPingpongOverhead is what spawn adds to a two-round pingpong run
@@ -317,14 +318,18 @@ func BenchmarkReviewerBytes(b *testing.B) {
 }
 
 // BenchmarkVersionStartup execs the built spawn binary's `spawn version`
-// against exec of `true`: the start-up cost of the CLI.
+// against exec of `true`: the start-up cost of the CLI; and the built
+// spawn-shim as the git helper with nothing to answer: the start-up cost
+// of each of spawn's own processes around an agent (its reaper, a
+// reviewer's model bridge, the git helper).
 func BenchmarkVersionStartup(b *testing.B) {
 	bin := testenv.Spawn(b)
 	truePath, err := exec.LookPath("true")
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, c := range []struct{ name, bin, arg string }{{"spawn", bin, "version"}, {"true", truePath, ""}} {
+	shim := filepath.Join(filepath.Dir(bin), "spawn-shim")
+	for _, c := range []struct{ name, bin, arg string }{{"spawn", bin, "version"}, {"shim", shim, sandbox.HelperArg}, {"true", truePath, ""}} {
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {
 				cmd := exec.Command(c.bin)
