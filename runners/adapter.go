@@ -193,7 +193,7 @@ type Agent interface {
 // Hooker is an adapter whose CLI runs spawn's hooks during a coder's
 // turn: HookSettings is the settings file that has the CLI run exe with
 // the hook arguments args (HookCall), given to its Seat as Hooks, when
-// the shell condition when succeeds ("": always; see ClaudeHookSettings).
+// the shell condition when succeeds ("": always; see hook.ClaudeSettings).
 type Hooker interface {
 	HookSettings(exe, when string, args ...string) ([]byte, error)
 }

@@ -25,7 +25,7 @@ type Claude struct {
 	Tools              []string
 	AppendSystemPrompt string   // --append-system-prompt when not empty
 	MaxRetries         int      // CLAUDE_CODE_MAX_RETRIES when >= 0 (bounds the CLI's own API retries; 0: none); negative keeps the CLI's default
-	Settings           string   // --settings when not empty: a settings file for this invocation only (spawn's hooks, see ClaudeHookSettings)
+	Settings           string   // --settings when not empty: a settings file for this invocation only (spawn's hooks, see hook.ClaudeSettings)
 	Environ            []string // the seat's environment (Env)
 }
 

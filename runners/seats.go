@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/infinite-improbability-drive/spawn/internal/hook"
 	"github.com/infinite-improbability-drive/spawn/internal/relay"
 )
 
@@ -129,7 +130,7 @@ func claudeLogin(vars Values) func() (relay.Header, error) {
 
 // HookSettings are claude's --settings for spawn's hooks.
 func (claudeAdapter) HookSettings(exe, when string, args ...string) ([]byte, error) {
-	return ClaudeHookSettings(exe, when, args...)
+	return hook.ClaudeSettings(exe, when, args...)
 }
 
 func (claudeAdapter) Defaults() Settings {

@@ -13,7 +13,7 @@ import (
 )
 
 // Messages for the running coder (`spawn send`) travel through the run's
-// inbox (runs.Inbox). During a coder turn, a CLI that runs hooks
+// inbox (inbox.Inbox). During a coder turn, a CLI that runs hooks
 // (runners.Hooker: claude) runs spawn's own binary as its hooks (installed
 // for that one invocation with --settings): after
 // each tool call the hook hands pending messages to the coder as the

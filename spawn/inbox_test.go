@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/infinite-improbability-drive/spawn/internal/hook"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs/inbox"
 )
 
 // The binary claude runs as a hook is spawn's own: any binary linking this
@@ -25,21 +25,21 @@ func TestThisBinaryAnswersAHookCall(t *testing.T) {
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "inbox")
-	_, err = runs.NewInbox(dir).Post("the tests are in calc_test.go", time.Now())
+	_, err = inbox.New(dir).Post("the tests are in calc_test.go", time.Now())
 	require.NoError(t, err)
-	out, err := proc.Run(context.Background(), proc.Cmd{Path: exe, Args: []string{runners.HookArg, string(runners.HookStop), dir, "1"},
+	out, err := proc.Run(context.Background(), proc.Cmd{Path: exe, Args: []string{hook.Arg, string(hook.Stop), dir, "1"},
 		Stdin: strings.NewReader(`{"session_id":"s","hook_event_name":"Stop","stop_hook_active":false}`)})
 	require.NoError(t, err)
 	var answer struct{ Decision, Reason string }
 	require.NoError(t, json.Unmarshal(out, &answer), "%s", out)
 	assert.Equal(t, "block", answer.Decision)
 	assert.Contains(t, answer.Reason, "the tests are in calc_test.go")
-	delivered, err := runs.NewInbox(dir).Delivered()
+	delivered, err := inbox.New(dir).Delivered()
 	require.NoError(t, err)
 	require.Len(t, delivered, 1)
 	assert.Equal(t, observability.DeliveryStop, delivered[0].How)
 
-	_, err = proc.Run(context.Background(), proc.Cmd{Path: exe, Args: []string{runners.HookArg, "pre-tool-use", dir, "1"}, Stdin: strings.NewReader("{}")})
+	_, err = proc.Run(context.Background(), proc.Cmd{Path: exe, Args: []string{hook.Arg, "pre-tool-use", dir, "1"}, Stdin: strings.NewReader("{}")})
 	var exit *proc.ExitError
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 1, exit.Code, "a hook that cannot answer is a non-blocking error for claude, never exit 2")

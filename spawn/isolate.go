@@ -18,6 +18,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
 	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
 	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs/inbox"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 	"github.com/infinite-improbability-drive/spawn/watcher"
 )
@@ -35,7 +36,7 @@ type confinement struct {
 	userEnv []string
 	user    config.Environment // what userEnv says to spawn
 	sb      *sandbox.Sandbox
-	inbox   *runs.Inbox
+	inbox   *inbox.Inbox
 	exe     string // this binary: the hooks, the model bridge and the git helper run it
 	sockDir string // model-only: the directory of the relay's unix socket
 	// guard checks the user's repository around each agent turn when no

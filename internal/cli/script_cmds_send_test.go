@@ -12,7 +12,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
-	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs/inbox"
 )
 
 // await-request API TURN: waits (up to a minute) until a main request to
@@ -54,7 +54,7 @@ func cmdAwaitRequestContains(ts *testscript.TestScript, neg bool, args []string)
 	inboxes, err := filepath.Glob(filepath.Join(ts.MkAbs(args[1]), ".spawn", "runs", "*", "inbox"))
 	ts.Check(err)
 	for _, dir := range inboxes {
-		delivered, err := runs.NewInbox(dir).Delivered()
+		delivered, err := inbox.New(dir).Delivered()
 		ts.Check(err)
 		for _, m := range delivered {
 			if !strings.Contains(m.Text, args[0]) || m.DeliveredAt == nil {

@@ -1,12 +1,14 @@
-// Package hook answers the hooks spawn installs in the coder's claude
-// (runners.ClaudeHookSettings): after each tool call, and when the coder is
-// about to stop, claude runs spawn's own binary, which hands the coder the
-// messages sent with `spawn send` (the run's inbox, runs.Inbox).
+// Package hook is the hooks spawn installs in the coder's claude
+// (ClaudeSettings) and their answers: after each tool call, and when the
+// coder is about to stop, claude runs spawn's own binary, which hands the
+// coder the messages sent with `spawn send` (the run's inbox,
+// inbox.Inbox).
 //
 // A hook runs at every tool call, so it must cost little more than a
 // process: the binary answers it (Main, through internal/entry) before it
-// sets up anything else, and no package the binary links does heavy work
-// at initialisation.
+// sets up anything else, and it links few packages: nothing of runners or
+// runs (spawn-shim, which answers it, starts in less time for each package
+// it does not link).
 package hook
 
 import (
@@ -17,19 +19,18 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs/inbox"
 )
 
 // Main answers a hook call when args (a process's arguments after
 // argv[0]) are one: claude runs spawn's binary as
-// `<exe> __spawn-hook <event> <inbox> <round>` (see runners.HookArg). It
+// `<exe> __spawn-hook <event> <inbox> <round>` (see Arg). It
 // returns 0 when answered (a message handed over, or none to hand), 1
 // when not (a non-blocking error for claude: the coder carries on, and the
 // message waits for the next chance); ok is false when args are no hook
 // call, and nothing ran.
 func Main(args []string, in io.Reader, out, errw io.Writer) (code int, ok bool) {
-	ev, rest, ok, err := runners.HookCall(args)
+	ev, rest, ok, err := Call(args)
 	if !ok {
 		return 0, false
 	}
@@ -48,7 +49,7 @@ func Main(args []string, in io.Reader, out, errw io.Writer) (code int, ok bool) 
 // the inbox (delivered now, by a tool call or at a stop) and handed to
 // claude. When only some could be taken, those are handed over and the
 // error is written on errw.
-func reply(ev runners.HookEvent, args []string, in io.Reader, out, errw io.Writer, now func() time.Time) error {
+func reply(ev Event, args []string, in io.Reader, out, errw io.Writer, now func() time.Time) error {
 	if len(args) != 2 {
 		return fmt.Errorf("spawn hook: want the inbox and the round after the event, got %q", args)
 	}
@@ -56,13 +57,13 @@ func reply(ev runners.HookEvent, args []string, in io.Reader, out, errw io.Write
 	if err != nil {
 		return fmt.Errorf("spawn hook: the round %q is not a number", args[1])
 	}
-	inbox := runs.NewInbox(args[0])
+	box := inbox.New(args[0])
 	how := observability.DeliveryToolCall
-	if ev == runners.HookStop {
+	if ev == Stop {
 		how = observability.DeliveryStop
 	}
-	return runners.AnswerHook(ev, in, out, func() (string, error) {
-		msgs, err := inbox.Take(now(), how, round)
+	return Answer(ev, in, out, func() (string, error) {
+		msgs, err := box.Take(now(), how, round)
 		if err != nil && len(msgs) > 0 {
 			fmt.Fprintf(errw, "spawn: %v\n", err)
 			err = nil

@@ -12,23 +12,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/runners"
-	"github.com/infinite-improbability-drive/spawn/spawn/runs"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs/inbox"
 )
 
 func TestTheHookHandsPendingMessagesToTheCoderOnce(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "inbox")
-	inbox := runs.NewInbox(dir)
+	in := inbox.New(dir)
 	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-	_, err := inbox.Post("use tabs", t0)
+	_, err := in.Post("use tabs", t0)
 	require.NoError(t, err)
-	_, err = inbox.Post("and add a test", t0.Add(time.Millisecond))
+	_, err = in.Post("and add a test", t0.Add(time.Millisecond))
 	require.NoError(t, err)
 
 	at := t0.Add(time.Second)
 	now := func() time.Time { return at }
 	var out, errw bytes.Buffer
-	require.NoError(t, reply(runners.HookPostToolUse, []string{dir, "2"}, strings.NewReader(`{"hook_event_name":"PostToolUse"}`), &out, &errw, now))
+	require.NoError(t, reply(PostToolUse, []string{dir, "2"}, strings.NewReader(`{"hook_event_name":"PostToolUse"}`), &out, &errw, now))
 	var answer struct {
 		HookSpecificOutput struct {
 			HookEventName     string `json:"hookEventName"`
@@ -42,7 +41,7 @@ func TestTheHookHandsPendingMessagesToTheCoderOnce(t *testing.T) {
 	assert.Less(t, strings.Index(ctx, "use tabs"), strings.Index(ctx, "and add a test"), "in the order sent")
 	assert.Empty(t, errw.String())
 
-	delivered, err := inbox.Delivered()
+	delivered, err := in.Delivered()
 	require.NoError(t, err)
 	require.Len(t, delivered, 2)
 	for _, m := range delivered {
@@ -53,15 +52,15 @@ func TestTheHookHandsPendingMessagesToTheCoderOnce(t *testing.T) {
 
 	// Nothing new is pending: the coder stops when it was stopping.
 	out.Reset()
-	require.NoError(t, reply(runners.HookStop, []string{dir, "2"}, strings.NewReader(`{"hook_event_name":"Stop","stop_hook_active":true}`), &out, &errw, now))
+	require.NoError(t, reply(Stop, []string{dir, "2"}, strings.NewReader(`{"hook_event_name":"Stop","stop_hook_active":true}`), &out, &errw, now))
 	assert.Empty(t, out.String())
 }
 
 func TestTheHookNeedsItsInboxAndRound(t *testing.T) {
 	in := `{"hook_event_name":"Stop"}`
 	var out bytes.Buffer
-	assert.Error(t, reply(runners.HookStop, nil, strings.NewReader(in), &out, &out, time.Now))
-	assert.ErrorContains(t, reply(runners.HookStop, []string{t.TempDir(), "two"}, strings.NewReader(in), &out, &out, time.Now), "not a number")
+	assert.Error(t, reply(Stop, nil, strings.NewReader(in), &out, &out, time.Now))
+	assert.ErrorContains(t, reply(Stop, []string{t.TempDir(), "two"}, strings.NewReader(in), &out, &out, time.Now), "not a number")
 }
 
 func TestMessageText(t *testing.T) {

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/observability"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs/inbox"
 )
 
 // File and directory names inside the registry.
@@ -135,6 +136,9 @@ func (p Paths) Transcript(n int, role observability.Role) (stdout, stderr string
 // InboxDir returns the directory of the run's message inbox. The registry
 // does not create it.
 func (p Paths) InboxDir() string { return filepath.Join(p.Dir, inboxName) }
+
+// Inbox returns the run's inbox.
+func (p Paths) Inbox() *inbox.Inbox { return inbox.New(p.InboxDir()) }
 
 func (p Paths) lockPath() string { return filepath.Join(p.Dir, lockName) }
 

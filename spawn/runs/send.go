@@ -10,6 +10,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/observability"
 	"github.com/infinite-improbability-drive/spawn/spawn/fault"
+	"github.com/infinite-improbability-drive/spawn/spawn/runs/inbox"
 )
 
 // SendWait is how long `spawn send` waits, by default, to see its message
@@ -43,8 +44,8 @@ func (r *Repo) Send(ctx context.Context, ref, text string, wait time.Duration) (
 	if e.State != StateRunning {
 		return Sent{}, notLive(e)
 	}
-	inbox := e.Inbox()
-	m, err := inbox.Post(text, time.Now())
+	in := e.Inbox()
+	m, err := in.Post(text, time.Now())
 	if err != nil {
 		return Sent{}, fault.Errorf(fault.KindInternal, err, "cannot post the message to run %s: %v", e.ID, err)
 	}
@@ -54,7 +55,7 @@ func (r *Repo) Send(ctx context.Context, ref, text string, wait time.Duration) (
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		got, err := inbox.Message(m.ID)
+		got, err := in.Message(m.ID)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return sent, fault.Errorf(fault.KindInternal, err, "cannot read run %s's inbox: %v", e.ID, err)
 		}
@@ -66,7 +67,7 @@ func (r *Repo) Send(ctx context.Context, ref, text string, wait time.Duration) (
 		case <-ctx.Done():
 			return sent, nil
 		case <-deadline.C:
-			return r.stillLive(e.ID, inbox, sent)
+			return r.stillLive(e.ID, in, sent)
 		case <-tick.C:
 		}
 	}
@@ -76,7 +77,7 @@ func (r *Repo) Send(ctx context.Context, ref, text string, wait time.Duration) (
 // message waits for is still live. When it ended meanwhile, the message is
 // withdrawn (no coder would ever read it) and that is a usage *fault.Error;
 // when the coder took it at the last moment, it is reported delivered.
-func (r *Repo) stillLive(id string, inbox *Inbox, sent Sent) (Sent, error) {
+func (r *Repo) stillLive(id string, in *inbox.Inbox, sent Sent) (Sent, error) {
 	e, err := r.Registry.Find(id)
 	if err != nil {
 		return sent, fault.Errorf(fault.KindInternal, err, "cannot read the run registry: %v", err)
@@ -84,14 +85,14 @@ func (r *Repo) stillLive(id string, inbox *Inbox, sent Sent) (Sent, error) {
 	if e.State == StateRunning {
 		return sent, nil
 	}
-	withdrawn, err := inbox.Withdraw(sent.Message.ID)
+	withdrawn, err := in.Withdraw(sent.Message.ID)
 	if err != nil {
 		return sent, fault.Errorf(fault.KindInternal, err, "run %s ended and its coder will not read the message, which could not be withdrawn: %v", id, err)
 	}
 	if withdrawn {
 		return sent, notLive(e)
 	}
-	got, err := inbox.Message(sent.Message.ID)
+	got, err := in.Message(sent.Message.ID)
 	if err == nil && got.DeliveredAt != nil {
 		sent.Delivered, sent.Message = true, got
 	}

@@ -1,4 +1,4 @@
-package runners
+package hook
 
 import (
 	"bytes"
@@ -16,10 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/internal/shell"
 )
 
 func TestClaudeHookSettingsInstallEveryHookWithQuotedWords(t *testing.T) {
-	b, err := ClaudeHookSettings("/opt/my spawn/spawn", "", "/repo/.spawn/runs/x/inbox", "2")
+	b, err := ClaudeSettings("/opt/my spawn/spawn", "", "/repo/.spawn/runs/x/inbox", "2")
 	require.NoError(t, err)
 	var s struct {
 		Hooks map[string][]struct {
@@ -51,7 +52,7 @@ func TestClaudeHookSettingsInstallEveryHookWithQuotedWords(t *testing.T) {
 		assert.Positive(t, m.Hooks[0].Timeout)
 		assert.Equal(t, "'/opt/my spawn/spawn' '__spawn-hook' '"+event+"' '/repo/.spawn/runs/x/inbox' '2'", m.Hooks[0].Command)
 	}
-	_, err = ClaudeHookSettings("spawn", "")
+	_, err = ClaudeSettings("spawn", "")
 	assert.Error(t, err, "a relative binary would be looked up in the agent's PATH")
 }
 
@@ -59,16 +60,16 @@ func TestAHookRunsTheBinaryOnlyWhenItsConditionHoldsAndAlwaysReadsItsInput(t *te
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "spawn's hook")
 	ran := filepath.Join(dir, "ran")
-	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" >"+ShellQuote(ran)+"\ncat >/dev/null\necho answered\n"), 0o755))
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" >"+shell.Quote(ran)+"\ncat >/dev/null\necho answered\n"), 0o755))
 	// claude's input for a tool call can be large (a file's content):
 	// whoever answers reads it all, so claude's write never fails.
 	input := `{"hook_event_name":"PostToolUse","tool_response":"` + strings.Repeat("x", 1<<20) + `"}`
 	for _, tc := range []struct {
 		when string
 		runs bool
-	}{{"", true}, {"true", true}, {"[ -e " + ShellQuote(dir) + " ]", true}, {"false", false}, {"[ -e " + ShellQuote(filepath.Join(dir, "none")) + " ]", false}} {
+	}{{"", true}, {"true", true}, {"[ -e " + shell.Quote(dir) + " ]", true}, {"false", false}, {"[ -e " + shell.Quote(filepath.Join(dir, "none")) + " ]", false}} {
 		require.NoError(t, os.RemoveAll(ran))
-		b, err := ClaudeHookSettings(exe, tc.when, "/inbox dir", "3")
+		b, err := ClaudeSettings(exe, tc.when, "/inbox dir", "3")
 		require.NoError(t, err)
 		var s struct {
 			Hooks map[string][]struct {
@@ -101,7 +102,7 @@ func TestAHookCommandReachesTheBinaryWordForWordThroughTheShell(t *testing.T) {
 	words := []string{"/bin/echo", "it's", "a $HOME `x`", `back\slash`, "two  spaces", ""}
 	quoted := make([]string, len(words))
 	for i, w := range words {
-		quoted[i] = ShellQuote(w)
+		quoted[i] = shell.Quote(w)
 	}
 	out, err := proc.Run(context.Background(), proc.Cmd{Path: "/bin/sh", Args: []string{"-c", `printf '%s\n' ` + strings.Join(quoted[1:], " ")}})
 	require.NoError(t, err)
@@ -109,23 +110,23 @@ func TestAHookCommandReachesTheBinaryWordForWordThroughTheShell(t *testing.T) {
 }
 
 func TestHookCall(t *testing.T) {
-	ev, rest, ok, err := HookCall([]string{"__spawn-hook", "stop", "/inbox", "1"})
+	ev, rest, ok, err := Call([]string{"__spawn-hook", "stop", "/inbox", "1"})
 	require.NoError(t, err)
 	assert.True(t, ok)
-	assert.Equal(t, HookStop, ev)
+	assert.Equal(t, Stop, ev)
 	assert.Equal(t, []string{"/inbox", "1"}, rest)
 
-	_, _, ok, err = HookCall([]string{"run", "fix it"})
+	_, _, ok, err = Call([]string{"run", "fix it"})
 	require.NoError(t, err)
 	assert.False(t, ok, "spawn's own commands are not hook calls")
-	_, _, ok, err = HookCall(nil)
+	_, _, ok, err = Call(nil)
 	require.NoError(t, err)
 	assert.False(t, ok)
 
-	_, _, ok, err = HookCall([]string{"__spawn-hook", "pre-tool-use"})
+	_, _, ok, err = Call([]string{"__spawn-hook", "pre-tool-use"})
 	assert.True(t, ok)
 	assert.ErrorContains(t, err, "unknown event")
-	_, _, ok, err = HookCall([]string{"__spawn-hook"})
+	_, _, ok, err = Call([]string{"__spawn-hook"})
 	assert.True(t, ok)
 	assert.Error(t, err)
 }
@@ -134,42 +135,42 @@ func TestAnswerHook(t *testing.T) {
 	text := func(s string) func() (string, error) { return func() (string, error) { return s, nil } }
 	tests := []struct {
 		name  string
-		event HookEvent
+		event Event
 		input string
 		take  func() (string, error)
 		want  string
 	}{
 		{
-			name: "a message after a tool call is its additional context", event: HookPostToolUse,
+			name: "a message after a tool call is its additional context", event: PostToolUse,
 			input: `{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_response":{"stdout":"ok"}}`,
 			take:  text("use tabs"),
 			want:  `{"hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"use tabs"}}`,
 		},
 		{
-			name: "after a failed tool call too", event: HookPostToolUseFailure,
+			name: "after a failed tool call too", event: PostToolUseFailure,
 			input: `{"hook_event_name":"PostToolUseFailure","tool_name":"Bash","error":"exit 1"}`,
 			take:  text("use tabs"),
 			want:  `{"hookSpecificOutput":{"hookEventName":"PostToolUseFailure","additionalContext":"use tabs"}}`,
 		},
 		{
-			name: "a message at a stop blocks it", event: HookStop,
+			name: "a message at a stop blocks it", event: Stop,
 			input: `{"hook_event_name":"Stop","stop_hook_active":false}`,
 			take:  text("add a test"),
 			want:  `{"decision":"block","reason":"add a test"}`,
 		},
 		{
-			name: "a new message blocks a stop the hook already blocked once", event: HookStop,
+			name: "a new message blocks a stop the hook already blocked once", event: Stop,
 			input: `{"hook_event_name":"Stop","stop_hook_active":true}`,
 			take:  text("and another"),
 			want:  `{"decision":"block","reason":"and another"}`,
 		},
 		{
-			name: "no message, no answer: the agent stops", event: HookStop,
+			name: "no message, no answer: the agent stops", event: Stop,
 			input: `{"hook_event_name":"Stop","stop_hook_active":true}`,
 			take:  text(""),
 		},
 		{
-			name: "no message after a tool call", event: HookPostToolUse,
+			name: "no message after a tool call", event: PostToolUse,
 			input: `{"hook_event_name":"PostToolUse"}`,
 			take:  text(""),
 		},
@@ -177,7 +178,7 @@ func TestAnswerHook(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			require.NoError(t, AnswerHook(tt.event, strings.NewReader(tt.input), &out, tt.take))
+			require.NoError(t, Answer(tt.event, strings.NewReader(tt.input), &out, tt.take))
 			if tt.want == "" {
 				assert.Empty(t, out.String())
 				return
@@ -191,12 +192,12 @@ func TestAnswerHookRefusesInputItCannotRead(t *testing.T) {
 	called := false
 	take := func() (string, error) { called = true; return "x", nil }
 	var out bytes.Buffer
-	assert.ErrorContains(t, AnswerHook(HookStop, strings.NewReader("not json"), &out, take), "read claude's input")
-	assert.ErrorContains(t, AnswerHook(HookStop, strings.NewReader(`{"hook_event_name":"PostToolUse"}`), &out, take), `not "Stop"`)
+	assert.ErrorContains(t, Answer(Stop, strings.NewReader("not json"), &out, take), "read claude's input")
+	assert.ErrorContains(t, Answer(Stop, strings.NewReader(`{"hook_event_name":"PostToolUse"}`), &out, take), `not "Stop"`)
 	assert.False(t, called, "no message is taken for a call that cannot be answered")
 	assert.Empty(t, out.String())
 
 	boom := errors.New("disk gone")
-	err := AnswerHook(HookPostToolUse, strings.NewReader(`{"hook_event_name":"PostToolUse"}`), &out, func() (string, error) { return "", boom })
+	err := Answer(PostToolUse, strings.NewReader(`{"hook_event_name":"PostToolUse"}`), &out, func() (string, error) { return "", boom })
 	assert.ErrorIs(t, err, boom)
 }

@@ -1,4 +1,4 @@
-package runs
+package inbox
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ import (
 )
 
 func TestMessagesSentAreDeliveredOnceInTheOrderSent(t *testing.T) {
-	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	in := New(filepath.Join(t.TempDir(), "inbox"))
 	t0 := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 	first, err := in.Post("use tabs", t0)
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestMessagesSentAreDeliveredOnceInTheOrderSent(t *testing.T) {
 }
 
 func TestConcurrentTakersDeliverEachMessageOnce(t *testing.T) {
-	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	in := New(filepath.Join(t.TempDir(), "inbox"))
 	const n = 50
 	for i := range n {
 		_, err := in.Post("message", time.Unix(0, int64(i)))
@@ -89,7 +89,7 @@ func TestConcurrentTakersDeliverEachMessageOnce(t *testing.T) {
 }
 
 func TestAnInboxNobodyWroteToIsEmpty(t *testing.T) {
-	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	in := New(filepath.Join(t.TempDir(), "inbox"))
 	taken, err := in.Take(time.Now(), observability.DeliveryStop, 1)
 	require.NoError(t, err)
 	assert.Empty(t, taken)
@@ -101,13 +101,13 @@ func TestAnInboxNobodyWroteToIsEmpty(t *testing.T) {
 }
 
 func TestAnEmptyMessageIsRefused(t *testing.T) {
-	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	in := New(filepath.Join(t.TempDir(), "inbox"))
 	_, err := in.Post(" \n", time.Now())
 	assert.ErrorContains(t, err, "empty")
 }
 
 func TestAWithdrawnMessageIsNeverDelivered(t *testing.T) {
-	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	in := New(filepath.Join(t.TempDir(), "inbox"))
 	m, err := in.Post("too late", time.Now())
 	require.NoError(t, err)
 	ok, err := in.Withdraw(m.ID)
@@ -126,12 +126,11 @@ func TestAWithdrawnMessageIsNeverDelivered(t *testing.T) {
 	assert.False(t, ok, "a delivered message cannot be withdrawn")
 }
 
-func TestARunsInboxIsInItsDirectory(t *testing.T) {
-	p := Paths{ID: "x", Dir: t.TempDir()}
-	in := p.Inbox()
-	require.NoError(t, in.Prepare())
-	assert.DirExists(t, filepath.Join(p.Dir, "inbox", "pending"))
-	assert.DirExists(t, filepath.Join(p.Dir, "inbox", "delivered"))
+func TestPrepareMakesTheFoldersOfAnInbox(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "inbox")
+	require.NoError(t, New(dir).Prepare())
+	assert.DirExists(t, filepath.Join(dir, "pending"))
+	assert.DirExists(t, filepath.Join(dir, "delivered"))
 }
 
 // What a message says is spawn's own copy: a coder that can write the
@@ -139,7 +138,7 @@ func TestARunsInboxIsInItsDirectory(t *testing.T) {
 // message, nor make spawn read a file through a link, nor give a delivery
 // a message that was never posted.
 func TestADeliveryIsOnlyAClaimAboutTiming(t *testing.T) {
-	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	in := New(filepath.Join(t.TempDir(), "inbox"))
 	m, err := in.Post("the user's words", time.Now())
 	require.NoError(t, err)
 	secret := filepath.Join(t.TempDir(), "secret.json")
@@ -160,7 +159,7 @@ func TestADeliveryIsOnlyAClaimAboutTiming(t *testing.T) {
 // A delivery changes the stamp of the inbox's deliveries, which the run
 // watches as the coder works instead of reading the inbox at every event.
 func TestADeliveryChangesTheDeliveredStamp(t *testing.T) {
-	in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+	in := New(filepath.Join(t.TempDir(), "inbox"))
 	stamp, err := in.DeliveredStamp()
 	require.NoError(t, err)
 	assert.True(t, stamp.IsZero(), "an inbox never written to has no stamp")
@@ -184,7 +183,7 @@ func TestADeliveryChangesTheDeliveredStamp(t *testing.T) {
 
 func TestTheUndeliveredTestHoldsExactlyWhileAMessageWaits(t *testing.T) {
 	// A folder with a space and a quote, as a user's repository may be.
-	in := NewInbox(filepath.Join(t.TempDir(), "it's a repo", "inbox"))
+	in := New(filepath.Join(t.TempDir(), "it's a repo", "inbox"))
 	require.NoError(t, in.Prepare())
 	waits := func() bool {
 		t.Helper()
@@ -219,7 +218,7 @@ func TestTheUndeliveredTestHoldsExactlyWhileAMessageWaits(t *testing.T) {
 // and when it was made.
 func TestADeliveryIsSeenWholeOrNotAtAll(t *testing.T) {
 	for i := range 300 {
-		in := NewInbox(filepath.Join(t.TempDir(), "inbox"))
+		in := New(filepath.Join(t.TempDir(), "inbox"))
 		_, err := in.Post("message", time.Unix(int64(i), 0))
 		require.NoError(t, err)
 		done := make(chan error, 1)

@@ -1,4 +1,6 @@
-package runs
+// Package inbox is a run's message inbox: what `spawn send` posts for the
+// run's coder, and who delivered it, when and how.
+package inbox
 
 import (
 	"encoding/json"
@@ -13,8 +15,8 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/lazy"
+	"github.com/infinite-improbability-drive/spawn/internal/shell"
 	"github.com/infinite-improbability-drive/spawn/observability"
-	"github.com/infinite-improbability-drive/spawn/runners"
 )
 
 // Names inside a run's inbox directory.
@@ -23,6 +25,10 @@ const (
 	deliveredName = "delivered"
 	messageExt    = ".json"
 )
+
+// idTimestamp is the time at the head of a message's id, to the second,
+// as a run's id has it (runs.NewID); the nanoseconds follow.
+const idTimestamp = "20060102-150405"
 
 // Inbox is a run's message inbox: messages for its running coder, posted
 // by `spawn send` and delivered by whoever hands them to the coder
@@ -45,12 +51,9 @@ type Inbox struct {
 	dir string
 }
 
-// Inbox returns the run's inbox.
-func (p Paths) Inbox() *Inbox { return NewInbox(p.InboxDir()) }
-
-// NewInbox returns the inbox kept in dir (a run's InboxDir). It touches
-// nothing on disk.
-func NewInbox(dir string) *Inbox { return &Inbox{dir: dir} }
+// New returns the inbox kept in dir (a run's runs.Paths.InboxDir). It
+// touches nothing on disk.
+func New(dir string) *Inbox { return &Inbox{dir: dir} }
 
 // Dir returns the inbox's directory.
 func (in *Inbox) Dir() string { return in.dir }
@@ -109,7 +112,7 @@ func (in *Inbox) Post(text string, now time.Time) (observability.Message, error)
 // name its delivery takes.
 func (in *Inbox) UndeliveredTest() string {
 	return fmt.Sprintf(`u=; for m in %s/*%s; do [ -e "$m" ] && [ ! -e %s/"${m##*/}" ] && u=1; done; [ -n "$u" ]`,
-		runners.ShellQuote(in.PendingDir()), messageExt, runners.ShellQuote(in.DeliveredDir()))
+		shell.Quote(in.PendingDir()), messageExt, shell.Quote(in.DeliveredDir()))
 }
 
 // delivery is what a delivery file says.

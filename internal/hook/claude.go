@@ -1,4 +1,4 @@
-package runners
+package hook
 
 import (
 	"encoding/json"
@@ -6,42 +6,43 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/infinite-improbability-drive/spawn/internal/shell"
 )
 
-// HookArg is the first argument of the command claude runs for a spawn
-// hook: `<spawn binary> __spawn-hook <event> <args>...`. A binary that
-// links package spawn answers such a call from that package's
-// initialisation, before any main or TestMain code, and exits; no
-// command or flag of spawn's is named like it.
-const HookArg = "__spawn-hook"
+// Arg is the first argument of the command claude runs for a spawn
+// hook: `<spawn binary> __spawn-hook <event> <args>...`. spawn's binaries
+// answer such a call (Main, through internal/entry) before anything else,
+// and exit; no command or flag of spawn's is named like it.
+const Arg = "__spawn-hook"
 
-// HookEvent is a claude hook event spawn answers, as it is named in a hook
+// Event is a claude hook event spawn answers, as it is named in a hook
 // command's arguments.
-type HookEvent string
+type Event string
 
 // The hook events spawn installs.
 const (
-	// HookPostToolUse: a tool call succeeded (claude's PostToolUse).
-	HookPostToolUse HookEvent = "post-tool-use"
-	// HookPostToolUseFailure: a tool call failed (claude's PostToolUseFailure).
-	HookPostToolUseFailure HookEvent = "post-tool-use-failure"
-	// HookStop: the agent is about to end its turn (claude's Stop).
-	HookStop HookEvent = "stop"
+	// PostToolUse: a tool call succeeded (claude's PostToolUse).
+	PostToolUse Event = "post-tool-use"
+	// PostToolUseFailure: a tool call failed (claude's PostToolUseFailure).
+	PostToolUseFailure Event = "post-tool-use-failure"
+	// Stop: the agent is about to end its turn (claude's Stop).
+	Stop Event = "stop"
 )
 
 // claudeEvent is the name claude gives each event: in its settings, and as
 // hook_event_name in a hook's input.
-var claudeEvent = map[HookEvent]string{
-	HookPostToolUse:        "PostToolUse",
-	HookPostToolUseFailure: "PostToolUseFailure",
-	HookStop:               "Stop",
+var claudeEvent = map[Event]string{
+	PostToolUse:        "PostToolUse",
+	PostToolUseFailure: "PostToolUseFailure",
+	Stop:               "Stop",
 }
 
 // hookTimeout is the seconds claude lets a spawn hook run before it
 // cancels it. A hook reads a few small files; a minute is a hung disk.
 const hookTimeout = 60
 
-// ClaudeHookSettings returns claude settings (the file given to claude
+// ClaudeSettings returns claude settings (the file given to claude
 // with --settings, merged over the user's own settings and never written
 // into them) that install spawn's hooks: after every tool call (whether it
 // succeeded or failed) and when the agent is about to stop, claude runs
@@ -49,7 +50,7 @@ const hookTimeout = 60
 //	'<exe>' __spawn-hook <event> '<arg>'...
 //
 // through its shell, each word single-quoted. exe must be an absolute path
-// to a binary that answers HookArg calls (see HookCall).
+// to a binary that answers Arg calls (see Call).
 //
 // When when is not "", it is a shell condition (a command list) the hook
 // asks first: exe runs only when it succeeds; otherwise the hook reads
@@ -64,7 +65,7 @@ const hookTimeout = 60
 // precedence over a project's settings): spawn's sandbox is the boundary,
 // and a sandbox does not nest in it (Seatbelt's sandbox_apply fails with
 // "Operation not permitted"; bubblewrap cannot make a user namespace).
-func ClaudeHookSettings(exe, when string, args ...string) ([]byte, error) {
+func ClaudeSettings(exe, when string, args ...string) ([]byte, error) {
 	if !strings.HasPrefix(exe, "/") {
 		return nil, fmt.Errorf("runners: claude hooks: %q is not an absolute path", exe)
 	}
@@ -78,18 +79,18 @@ func ClaudeHookSettings(exe, when string, args ...string) ([]byte, error) {
 		Hooks   []command `json:"hooks"`
 	}
 	hooks := map[string][]matcher{}
-	for _, ev := range []HookEvent{HookPostToolUse, HookPostToolUseFailure, HookStop} {
-		words := append([]string{exe, HookArg, string(ev)}, args...)
+	for _, ev := range []Event{PostToolUse, PostToolUseFailure, Stop} {
+		words := append([]string{exe, Arg, string(ev)}, args...)
 		quoted := make([]string, len(words))
 		for i, w := range words {
-			quoted[i] = ShellQuote(w)
+			quoted[i] = shell.Quote(w)
 		}
 		run := strings.Join(quoted, " ")
 		if when != "" {
 			run = "if " + when + "; then exec " + run + "; fi; exec cat >/dev/null"
 		}
 		m := matcher{Hooks: []command{{Type: "command", Command: run, Timeout: hookTimeout}}}
-		if ev != HookStop {
+		if ev != Stop {
 			m.Matcher = "*" // every tool; Stop has no matcher
 		}
 		hooks[claudeEvent[ev]] = []matcher{m}
@@ -101,23 +102,17 @@ func ClaudeHookSettings(exe, when string, args ...string) ([]byte, error) {
 	return b, nil
 }
 
-// ShellQuote quotes s for a POSIX shell: in single quotes, where each
-// single quote of s closes the quoting, is escaped, and reopens it.
-func ShellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// HookCall reports whether args (a process's arguments after argv[0]) are
+// Call reports whether args (a process's arguments after argv[0]) are
 // a spawn hook call, and returns its event and the arguments after it.
 // An unknown event is an error.
-func HookCall(args []string) (event HookEvent, rest []string, ok bool, err error) {
-	if len(args) == 0 || args[0] != HookArg {
+func Call(args []string) (event Event, rest []string, ok bool, err error) {
+	if len(args) == 0 || args[0] != Arg {
 		return "", nil, false, nil
 	}
 	if len(args) < 2 {
 		return "", nil, true, errors.New("spawn hook: no event given")
 	}
-	ev := HookEvent(args[1])
+	ev := Event(args[1])
 	if _, known := claudeEvent[ev]; !known {
 		return "", nil, true, fmt.Errorf("spawn hook: unknown event %q", args[1])
 	}
@@ -130,7 +125,7 @@ type hookInput struct {
 	HookEventName string `json:"hook_event_name"`
 }
 
-// AnswerHook answers one claude hook call for event: it reads claude's
+// Answer answers one claude hook call for event: it reads claude's
 // input from in, calls take for the text to hand the agent ("" when there
 // is none) and writes claude's answer on out:
 //
@@ -146,7 +141,7 @@ type hookInput struct {
 // stop_hook_active (the agent already goes on because of a block) needs
 // no handling of its own. Input that is not claude's hook input for
 // event is an error, and take is not called.
-func AnswerHook(event HookEvent, in io.Reader, out io.Writer, take func() (string, error)) error {
+func Answer(event Event, in io.Reader, out io.Writer, take func() (string, error)) error {
 	var input hookInput
 	if err := json.NewDecoder(in).Decode(&input); err != nil {
 		return fmt.Errorf("spawn hook: read claude's input: %w", err)
@@ -159,7 +154,7 @@ func AnswerHook(event HookEvent, in io.Reader, out io.Writer, take func() (strin
 		return err
 	}
 	var answer any
-	if event == HookStop {
+	if event == Stop {
 		answer = struct {
 			Decision string `json:"decision"`
 			Reason   string `json:"reason"`
