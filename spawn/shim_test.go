@@ -22,7 +22,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/modelserver"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
-	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
+	"github.com/infinite-improbability-drive/spawn/spawn/isolation/inside"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -122,7 +122,7 @@ func ownProcesses(ran map[string][]string) {
 		switch {
 		case argv[0] == "spawn-reaper":
 			role = "reaper"
-		case len(argv) > 1 && argv[1] == isolation.BridgeArg:
+		case len(argv) > 1 && argv[1] == inside.BridgeArg:
 			role = "bridge"
 		case len(argv) > 1 && argv[1] == sandbox.HelperArg:
 			role = "git helper"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/infinite-improbability-drive/spawn/internal/hook"
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
-	"github.com/infinite-improbability-drive/spawn/spawn/isolation"
+	"github.com/infinite-improbability-drive/spawn/spawn/isolation/inside"
 	"github.com/infinite-improbability-drive/spawn/spawn/sandbox"
 )
 
@@ -24,9 +24,9 @@ import (
 //     the coder's tool calls and at its stop: they hand it the messages
 //     sent with spawn send (hook.Main);
 //   - the model bridge of a model-only sandbox (`__spawn-model-bridge__`):
-//     the agent's only way out, to the model relay (isolation.Bridge);
+//     the agent's only way out, to the model relay (inside.Bridge);
 //   - the Seatbelt probe's subject (`__spawn-seatbelt-probe__`), on macOS
-//     (isolation.ProbeSubject);
+//     (inside.ProbeSubject);
 //   - the git helper (`__spawn-git-helper`), the only process that runs
 //     git on the coder's store, inside its sandbox (sandbox.Helper).
 func Dispatch(args []string) (code int, ok bool) {
@@ -40,10 +40,10 @@ func Dispatch(args []string) (code int, ok bool) {
 		return code, true
 	}
 	switch args[1] {
-	case isolation.BridgeArg:
-		return isolation.Bridge(args[2:]), true
-	case isolation.ProbeArg:
-		return isolation.ProbeSubject(args[2:], os.Stdout), true
+	case inside.BridgeArg:
+		return inside.Bridge(args[2:]), true
+	case inside.ProbeArg:
+		return inside.ProbeSubject(args[2:], os.Stdout), true
 	case sandbox.HelperArg:
 		return sandbox.Helper(os.Stdin, os.Stdout, os.Stderr), true
 	}

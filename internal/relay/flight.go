@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/infinite-improbability-drive/spawn/internal/peer"
 )
 
 // flight is one request through the relay, from its arrival to the
@@ -70,7 +72,7 @@ func (f *flight) gone() bool {
 	if f.left.Err() != nil {
 		return true
 	}
-	if f.client.Err() != nil || f.conn != nil && PeerClosed(f.conn) {
+	if f.client.Err() != nil || f.conn != nil && peer.Closed(f.conn) {
 		f.leave()
 		return true
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 	"github.com/infinite-improbability-drive/spawn/internal/testenv"
 	"github.com/infinite-improbability-drive/spawn/runners"
+	"github.com/infinite-improbability-drive/spawn/spawn/isolation/inside"
 )
 
 func TestMain(m *testing.M) {
@@ -22,10 +23,10 @@ func TestMain(m *testing.M) {
 	// bridge and the Seatbelt probe's subject, as internal/entry does.
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case BridgeArg:
-			proc.Exit(Bridge(os.Args[2:]))
-		case ProbeArg:
-			proc.Exit(ProbeSubject(os.Args[2:], os.Stdout))
+		case inside.BridgeArg:
+			proc.Exit(inside.Bridge(os.Args[2:]))
+		case inside.ProbeArg:
+			proc.Exit(inside.ProbeSubject(os.Args[2:], os.Stdout))
 		}
 	}
 	proc.Main()

@@ -1,7 +1,6 @@
 package isolation
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,25 +17,9 @@ import (
 	"time"
 
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
+	"github.com/infinite-improbability-drive/spawn/internal/text"
+	"github.com/infinite-improbability-drive/spawn/spawn/isolation/inside"
 )
-
-// ProbeArg, as the first argument, makes spawn's binary (and the test
-// binaries that stand in for it) the subject of the Seatbelt probe
-// instead of itself (internal/entry dispatches it): it tries the operations its second
-// argument lists (JSON) and prints what each did (JSON). See
-// ProbeSeatbelt.
-const ProbeArg = "__spawn-seatbelt-probe__"
-
-// ProbeSubject is the probe subject's main: args are the arguments after
-// ProbeArg (the operations to try, as JSON). It prints what each did and
-// returns the exit code.
-func ProbeSubject(args []string, out io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintln(os.Stderr, "spawn: the Seatbelt probe takes one argument")
-		return 2
-	}
-	return probeSubject(args[0], out)
-}
 
 // ProbeCheck is one thing the Seatbelt probe tried under the profile: what
 // it was, whether the sandbox must allow it, whether the sandbox did what
@@ -160,27 +143,11 @@ func newProbeLayout(tmp string) (l *probeLayout, err error) {
 	return l, nil
 }
 
-// probeTask is one operation the subject tries.
-type probeTask struct {
-	Op   string `json:"op"`             // write, read, link-write, connect, environ, exec
-	Path string `json:"path,omitempty"` // the file (write, read, exec; link-write: the file to link)
-	To   string `json:"to,omitempty"`   // link-write: where the link goes
-	Addr string `json:"addr,omitempty"` // connect
-	Pid  int    `json:"pid,omitempty"`  // environ
-	Want string `json:"want,omitempty"` // what a read, a connection's greeting or an environment holds when the operation succeeded
-}
-
-// probeResult is what one task did, as the subject saw it.
-type probeResult struct {
-	Done   bool   `json:"done"`
-	Detail string `json:"detail,omitempty"`
-}
-
 // probeCase is one check: the task, and how the probe judges its outcome.
 type probeCase struct {
 	what    string
 	allowed bool
-	task    probeTask
+	task    inside.Task
 	// effect, when set, is what the probe itself sees of the operation
 	// (a file written or changed, a listener reached), which decides
 	// rather than the subject's report.
@@ -213,7 +180,7 @@ func (l *probeLayout) run(ctx context.Context, env []string, bin string) (checks
 		return nil, fmt.Errorf("the Seatbelt probe cannot find spawn's own binary: %w", err)
 	}
 
-	inside, outside := filepath.Join(l.worktree, "written"), filepath.Join(l.outside, "written")
+	written, outside := filepath.Join(l.worktree, "written"), filepath.Join(l.outside, "written")
 	pack, canary := filepath.Join(l.objects, "pack"), filepath.Join(l.home, "id_ed25519")
 	unchanged := func(p string) func() bool {
 		return func() bool {
@@ -222,33 +189,33 @@ func (l *probeLayout) run(ctx context.Context, env []string, bin string) (checks
 		}
 	}
 	cases := []probeCase{
-		{what: "write in the worktree", allowed: true, task: probeTask{Op: "write", Path: inside, Want: l.secret},
-			effect: func() bool { b, err := os.ReadFile(inside); return err == nil && string(b) == l.secret }},
-		{what: "read a toolchain's file", allowed: true, task: probeTask{Op: "read", Path: filepath.Join(l.tools, "readable"), Want: l.secret}},
-		{what: "connect to the model relay's port", allowed: true, task: probeTask{Op: "connect", Addr: relay.addr(), Want: l.secret},
+		{what: "write in the worktree", allowed: true, task: inside.Task{Op: "write", Path: written, Want: l.secret},
+			effect: func() bool { b, err := os.ReadFile(written); return err == nil && string(b) == l.secret }},
+		{what: "read a toolchain's file", allowed: true, task: inside.Task{Op: "read", Path: filepath.Join(l.tools, "readable"), Want: l.secret}},
+		{what: "connect to the model relay's port", allowed: true, task: inside.Task{Op: "connect", Addr: relay.addr(), Want: l.secret},
 			effect: func() bool { return relay.reached.Load() > 0 }},
-		{what: "write outside its worktree", task: probeTask{Op: "write", Path: outside},
+		{what: "write outside its worktree", task: inside.Task{Op: "write", Path: outside},
 			effect: func() bool { return exists(outside) }},
-		{what: "write to a read-only path (your objects)", task: probeTask{Op: "write", Path: pack}, effect: unchanged(pack)},
-		{what: "change a read-only file through a hard link in its worktree", task: probeTask{Op: "link-write", Path: pack, To: filepath.Join(l.worktree, "pack")},
+		{what: "write to a read-only path (your objects)", task: inside.Task{Op: "write", Path: pack}, effect: unchanged(pack)},
+		{what: "change a read-only file through a hard link in its worktree", task: inside.Task{Op: "link-write", Path: pack, To: filepath.Join(l.worktree, "pack")},
 			effect: unchanged(pack)},
-		{what: "read a secret in your HOME", task: probeTask{Op: "read", Path: canary, Want: l.secret}},
-		{what: "read a file the sandbox masks", task: probeTask{Op: "read", Path: filepath.Join(l.tools, "credentials.toml"), Want: l.secret}},
-		{what: "connect to another port on the loopback", task: probeTask{Op: "connect", Addr: other.addr(), Want: l.secret},
+		{what: "read a secret in your HOME", task: inside.Task{Op: "read", Path: canary, Want: l.secret}},
+		{what: "read a file the sandbox masks", task: inside.Task{Op: "read", Path: filepath.Join(l.tools, "credentials.toml"), Want: l.secret}},
+		{what: "connect to another port on the loopback", task: inside.Task{Op: "connect", Addr: other.addr(), Want: l.secret},
 			effect: func() bool { return other.reached.Load() > 0 }},
-		{what: "read another process's environment (where your keys are)", task: probeTask{Op: "environ", Pid: target, Want: l.secret}},
+		{what: "read another process's environment (where your keys are)", task: inside.Task{Op: "environ", Pid: target, Want: l.secret}},
 	}
 	// spawn's git helper runs git in the sandbox: on a Mac, /usr/bin/git
 	// is a shim that finds the developer tools (xcode-select) first.
 	if git, err := proc.LookPath("git", env); err == nil {
-		cases = append(cases, probeCase{what: "run git", allowed: true, task: probeTask{Op: "exec", Path: git, Want: "git version"}})
+		cases = append(cases, probeCase{what: "run git", allowed: true, task: inside.Task{Op: "exec", Path: git, Want: "git version"}})
 	}
 	// On a Mac, HOME is reachable by another path too: the data volume's.
 	if dataPath := filepath.Join("/System/Volumes/Data", canary); exists(dataPath) {
-		cases = append(cases, probeCase{what: "read a secret in your HOME by the data volume's path", task: probeTask{Op: "read", Path: dataPath, Want: l.secret}})
+		cases = append(cases, probeCase{what: "read a secret in your HOME by the data volume's path", task: inside.Task{Op: "read", Path: dataPath, Want: l.secret}})
 	}
 
-	tasks := make([]probeTask, len(cases))
+	tasks := make([]inside.Task, len(cases))
 	for i, c := range cases {
 		tasks[i] = c.task
 	}
@@ -258,13 +225,13 @@ func (l *probeLayout) run(ctx context.Context, env []string, bin string) (checks
 	}
 	spec := Spec{SandboxExec: bin, ReadOnly: append([]string{exe, l.tools, l.objects}, Toolchains(env)...), Writable: []string{l.worktree},
 		Files: []Bind{{Src: "/dev/null", Dst: filepath.Join(l.tools, "credentials.toml")}}, NoNetwork: true, RelayPort: relay.port()}
-	cmd := spec.Confine(proc.Cmd{Path: exe, Args: []string{ProbeArg, string(arg)}, Dir: l.worktree,
+	cmd := spec.Confine(proc.Cmd{Path: exe, Args: []string{inside.ProbeArg, string(arg)}, Dir: l.worktree,
 		Env: []string{"HOME=" + l.home, "TMPDIR=" + l.worktree, "PATH=/usr/bin:/bin"}})
 	out, err := proc.Run(ctx, cmd)
 	if err != nil {
 		var exit *proc.ExitError
 		if errors.As(err, &exit) {
-			msg := firstLine(exit.Stderr)
+			msg := text.FirstLine(exit.Stderr)
 			if strings.Contains(msg, "sandbox_apply") {
 				return nil, fmt.Errorf("sandbox-exec could not apply spawn's profile (%s): Seatbelt does not nest, and spawn itself runs in a sandbox (Codex's, another agent's, an app's); run spawn outside it", msg)
 			}
@@ -272,9 +239,9 @@ func (l *probeLayout) run(ctx context.Context, env []string, bin string) (checks
 		}
 		return nil, fmt.Errorf("sandbox-exec could not run spawn under its profile: %w", err)
 	}
-	var results []probeResult
+	var results []inside.Result
 	if err := json.Unmarshal(out, &results); err != nil || len(results) != len(cases) {
-		return nil, fmt.Errorf("the Seatbelt probe's subject answered %q, not its %d results", firstLine(string(out)), len(cases))
+		return nil, fmt.Errorf("the Seatbelt probe's subject answered %q, not its %d results", text.FirstLine(string(out)), len(cases))
 	}
 	checks = make([]ProbeCheck, len(cases))
 	for i, c := range cases {
@@ -356,96 +323,6 @@ func (g *greetingListener) Close() {
 	// Closing a listener fails only when it is closed already.
 	_ = g.ln.Close()
 	g.wg.Wait()
-}
-
-// probeSubject runs the tasks of arg (JSON) and writes their results
-// (JSON) to out; it returns the exit code.
-func probeSubject(arg string, out io.Writer) int {
-	var tasks []probeTask
-	if err := json.Unmarshal([]byte(arg), &tasks); err != nil {
-		fmt.Fprintf(os.Stderr, "spawn seatbelt probe: %v\n", err)
-		return 2
-	}
-	results := make([]probeResult, len(tasks))
-	for i, t := range tasks {
-		results[i] = t.try()
-	}
-	if err := json.NewEncoder(out).Encode(results); err != nil {
-		fmt.Fprintf(os.Stderr, "spawn seatbelt probe: %v\n", err)
-		return 2
-	}
-	return 0
-}
-
-// try does t and says whether it succeeded, or the error it met.
-func (t probeTask) try() probeResult {
-	fail := func(err error) probeResult { return probeResult{Detail: err.Error()} }
-	switch t.Op {
-	case "write":
-		f, err := os.OpenFile(t.Path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-		if err != nil {
-			return fail(err)
-		}
-		_, err = io.WriteString(f, t.Want)
-		if err = errors.Join(err, f.Close()); err != nil {
-			return fail(err)
-		}
-		return probeResult{Done: true}
-	case "link-write":
-		if err := os.Link(t.Path, t.To); err != nil {
-			return fail(err)
-		}
-		return probeTask{Op: "write", Path: t.To, Want: "changed"}.try()
-	case "read":
-		b, err := os.ReadFile(t.Path)
-		if err != nil {
-			return fail(err)
-		}
-		if string(b) != t.Want {
-			return probeResult{Detail: fmt.Sprintf("read %d bytes, not the file's", len(b))}
-		}
-		return probeResult{Done: true}
-	case "connect":
-		c, err := net.DialTimeout("tcp", t.Addr, 5*time.Second)
-		if err != nil {
-			return fail(err)
-		}
-		defer c.Close()
-		if err := c.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
-			return fail(err)
-		}
-		line, err := bufio.NewReader(c).ReadString('\n')
-		if err != nil {
-			return fail(err)
-		}
-		return probeResult{Done: strings.TrimSpace(line) == t.Want}
-	case "exec":
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		out, err := proc.Run(ctx, proc.Cmd{Path: t.Path, Args: []string{"--version"}, Env: os.Environ()})
-		if err != nil {
-			return fail(err)
-		}
-		if !strings.HasPrefix(string(out), t.Want) {
-			return probeResult{Detail: fmt.Sprintf("it printed %q", firstLine(string(out)))}
-		}
-		return probeResult{Done: true}
-	case "environ":
-		b, err := processEnviron(t.Pid)
-		if err != nil {
-			return fail(err)
-		}
-		if !strings.Contains(string(b), t.Want) {
-			return probeResult{Detail: "its environment did not hold the secret"}
-		}
-		return probeResult{Done: true}
-	}
-	return probeResult{Detail: fmt.Sprintf("unknown operation %q", t.Op)}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	return line
 }
 
 func exists(p string) bool {

@@ -1,4 +1,4 @@
-package relay
+package peer
 
 import (
 	"net"
@@ -7,13 +7,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// PeerClosed reports whether the other end of c has closed it or shut
+// Closed reports whether the other end of c has closed it or shut
 // its side down, as the kernel sees it now: a FIN is seen whatever bytes
 // came before it, unread or not (an HTTP server's background read stops
 // at the first byte past a request and never sees the FIN behind it). It
 // reads nothing. A connection that cannot be asked, closed already,
 // counts as closed; one that is no socket, as open.
-func PeerClosed(c net.Conn) bool {
+func Closed(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false
