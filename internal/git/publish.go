@@ -48,14 +48,8 @@ func (r Repo) UpdateRef(ctx context.Context, ref, newOID, oldOID, msg string) er
 	if !IsOID(newOID) || !IsOID(oldOID) {
 		return fmt.Errorf("update %s: %q or %q is not an object name", ref, newOID, oldOID)
 	}
-	_, err := r.Run(ctx, "update-ref", "--no-deref", "-m", msg, ref, newOID, oldOID)
-	var exit *proc.ExitError
-	if errors.As(err, &exit) && (strings.Contains(exit.Stderr, "but expected") || strings.Contains(exit.Stderr, "reference already exists") ||
-		strings.Contains(exit.Stderr, "unable to resolve reference") && oldOID != ZeroOID(r.ObjectFormat)) {
-		return fmt.Errorf("update %s: %w: %v", ref, ErrStale, err)
-	}
-	if err != nil {
-		return fmt.Errorf("update %s: %w", ref, err)
+	if _, err := r.Run(ctx, "update-ref", "--no-deref", "-m", msg, ref, newOID, oldOID); err != nil {
+		return refError(ref, oldOID, r.ObjectFormat, err)
 	}
 	return nil
 }

@@ -220,11 +220,12 @@ type Sandbox struct {
 	// Exe is spawn's binary, which runs as the git helper.
 	Exe string
 
-	mu        sync.Mutex    // guards published, helper and starting
-	published string        // the branch's tip in the user's repository
-	helper    *helperConn   // the git helper, kept for the next request; nil before the first
-	starting  chan struct{} // closed once the helper Start began is started (or failed); nil when none is
-	name      string        // who spawn commits as; "" for spawn itself
+	mu        sync.Mutex      // guards published, refs, helper and starting
+	published string          // the branch's tip in the user's repository
+	refs      *git.RefUpdates // moves the branch in the user's repository
+	helper    *helperConn     // the git helper, kept for the next request; nil before the first
+	starting  chan struct{}   // closed once the helper Start began is started (or failed); nil when none is
+	name      string          // who spawn commits as; "" for spawn itself
 	email     string
 }
 
@@ -256,10 +257,11 @@ func (p Plan) Create(ctx context.Context, exe string) (sb *Sandbox, err error) {
 	if err := os.Mkdir(p.Path, 0o755); err != nil {
 		return nil, fmt.Errorf("create the worktree %s: %w", p.Path, err)
 	}
-	sb = &Sandbox{Repo: p.Repo, Path: p.Path, Branch: p.Branch, Base: p.Base, Exe: exe, published: p.Base}
+	sb = &Sandbox{Repo: p.Repo, Path: p.Path, Branch: p.Branch, Base: p.Base, Exe: exe, published: p.Base,
+		refs: &git.RefUpdates{Repo: p.Repo, Msg: "spawn: run " + p.ID}}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, os.RemoveAll(p.Path))
+			err = errors.Join(err, sb.refs.Close(), os.RemoveAll(p.Path))
 			sb = nil
 		}
 	}()
@@ -308,13 +310,13 @@ func (p Plan) Create(ctx context.Context, exe string) (sb *Sandbox, err error) {
 	// fails takes the branch away again.
 	ref, zero := "refs/heads/"+p.Branch, git.ZeroOID(format)
 	branched := make(chan error, 1)
-	go func() { branched <- p.Repo.UpdateRef(ctx, ref, p.Base, zero, "spawn: run "+p.ID) }()
+	go func() { branched <- sb.refs.Update(ctx, ref, p.Base, zero) }()
 	_, err = (git.Repo{Dir: p.Path, Env: p.Repo.Env}).Run(ctx, "reset", "--quiet", "--hard")
 	berr := <-branched
 	switch {
 	case err != nil && berr == nil:
 		return sb, errors.Join(fmt.Errorf("check out %s in the worktree: %w", p.Base, err),
-			p.Repo.UpdateRef(context.WithoutCancel(ctx), ref, zero, p.Base, "spawn: run "+p.ID+" not made"))
+			sb.refs.Update(context.WithoutCancel(ctx), ref, zero, p.Base))
 	case err != nil:
 		return sb, errors.Join(fmt.Errorf("check out %s in the worktree: %w", p.Base, err), berr)
 	case berr != nil:
@@ -391,7 +393,8 @@ func appendFile(path, data string) error {
 // gone makes Save fail with ErrGone.
 func Open(ctx context.Context, repo git.Repo, id, branch, base, exe string) (*Sandbox, error) {
 	path := filepath.Join(repo.Dir, Dir, "worktrees", id)
-	sb := &Sandbox{Repo: repo, Path: path, Branch: branch, Base: base, Exe: exe, published: base}
+	sb := &Sandbox{Repo: repo, Path: path, Branch: branch, Base: base, Exe: exe, published: base,
+		refs: &git.RefUpdates{Repo: repo, Msg: "spawn: run " + id}}
 	for _, p := range []string{filepath.Join(repo.Dir, Dir), filepath.Dir(path), path} {
 		fi, err := os.Lstat(p)
 		if errors.Is(err, os.ErrNotExist) {
@@ -426,9 +429,9 @@ func Open(ctx context.Context, repo git.Repo, id, branch, base, exe string) (*Sa
 // Remove deletes the worktree, its store and the run's branch, whatever
 // they hold: it undoes Create when the set-up of a run fails. What does
 // not exist is skipped. A link where the worktree was is removed, never
-// followed.
+// followed. It closes the sandbox first.
 func (s *Sandbox) Remove(ctx context.Context) error {
-	var errs []error
+	errs := []error{s.Close()}
 	if _, err := os.Lstat(s.Path); err == nil {
 		errs = append(errs, os.RemoveAll(s.Path))
 	}
@@ -508,7 +511,7 @@ func (s *Sandbox) Save(ctx context.Context, jail Jail, msg string) (_ Saved, err
 	if ans.Tip == "" || ans.Tip == s.published {
 		return saved, nil
 	}
-	if err := s.Repo.UpdateRef(ctx, "refs/heads/"+s.Branch, ans.Tip, s.published, "spawn: publish the coder's work"); err != nil {
+	if err := s.refs.Update(ctx, "refs/heads/"+s.Branch, ans.Tip, s.published); err != nil {
 		return saved, fmt.Errorf("the branch %s cannot be moved to the coder's work: %w", s.Branch, err)
 	}
 	s.published = ans.Tip
@@ -652,20 +655,23 @@ func (s *Sandbox) lock() {
 	}
 }
 
-// Close stops the sandbox's git helper, if one runs; a later request
-// starts another.
+// Close stops the sandbox's git helper and the git update-ref that moves
+// its branch, if they run; a later request starts another.
 func (s *Sandbox) Close() error {
 	s.lock()
 	defer s.mu.Unlock()
-	if s.helper == nil {
-		return nil
+	var errs []error
+	if err := s.refs.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("stop the git update-ref that moves %s: %w", s.Branch, err))
 	}
-	err := s.helper.close()
-	s.helper = nil
-	if err != nil {
-		return fmt.Errorf("stop spawn's git helper in %s: %w", s.Path, err)
+	if s.helper != nil {
+		err := s.helper.close()
+		s.helper = nil
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stop spawn's git helper in %s: %w", s.Path, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Commits lists the branch's commits since the base, oldest first, from
