@@ -153,6 +153,12 @@ func TestUpdateRefMovesTheRefOnlyFromWhereItWas(t *testing.T) {
 			if refs.p.Pid() != pid {
 				t.Fatalf("the updates ran in process %d, then %d", pid, refs.p.Pid())
 			}
+			// One killed between two updates is replaced for the next.
+			refs.p.Kill()
+			<-refs.p.Done()
+			if err := update(first, second); err != nil {
+				t.Fatalf("move after the process was killed: %v", err)
+			}
 		})
 	}
 }

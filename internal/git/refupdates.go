@@ -41,6 +41,10 @@ func (u *RefUpdates) Update(ctx context.Context, ref, newOID, oldOID string) err
 		return fmt.Errorf("update %q: not a full ref name", ref)
 	}
 	defer proc.Waited(ctx, "git update-ref", time.Now())
+	if u.p != nil && exited(u.p) {
+		// It died between two updates (killed): nothing was asked of it.
+		u.end(false)
+	}
 	if u.p == nil {
 		if err := u.start(); err != nil {
 			return fmt.Errorf("update %s: %w", ref, err)
@@ -71,6 +75,16 @@ func (u *RefUpdates) Update(ctx context.Context, ref, newOID, oldOID string) err
 		err = &proc.ExitError{Argv: []string{"git", "update-ref", "--stdin"}, Code: code, Stderr: stderr}
 	}
 	return refError(ref, oldOID, u.Repo.ObjectFormat, err)
+}
+
+// exited says p has exited.
+func exited(p *proc.Process) bool {
+	select {
+	case <-p.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // start starts the process.
