@@ -39,21 +39,6 @@ func IsOID(s string) bool {
 	return true
 }
 
-// UpdateRef moves ref (a full name, "refs/heads/...") to newOID if, and
-// only if, it is at oldOID now (ZeroOID: it does not exist), in one atomic
-// compare-and-swap, never through a symbolic ref. git checks that newOID
-// names an object the repository has (a commit, for a branch). A ref that
-// moved meanwhile is ErrStale. msg is the reflog message.
-func (r Repo) UpdateRef(ctx context.Context, ref, newOID, oldOID, msg string) error {
-	if !IsOID(newOID) || !IsOID(oldOID) {
-		return fmt.Errorf("update %s: %q or %q is not an object name", ref, newOID, oldOID)
-	}
-	if _, err := r.Run(ctx, "update-ref", "--no-deref", "-m", msg, ref, newOID, oldOID); err != nil {
-		return refError(ref, oldOID, r.ObjectFormat, err)
-	}
-	return nil
-}
-
 // unpackLimit is the object count below which ImportPack writes loose
 // objects, as git's receive-pack does (transfer.unpackLimit).
 const unpackLimit = 100

@@ -88,78 +88,67 @@ func TestImportPackImportsOnlyAWholeGoodPack(t *testing.T) {
 	}
 }
 
-// UpdateRef and RefUpdates are the same compare-and-swap: one runs a git
-// process for it, the other a transaction of a process kept running,
-// which a refused update ends and the next update starts anew.
-func TestUpdateRefMovesTheRefOnlyFromWhereItWas(t *testing.T) {
-	for _, kept := range []bool{false, true} {
-		t.Run(map[bool]string{false: "UpdateRef", true: "RefUpdates"}[kept], func(t *testing.T) {
-			ctx := context.Background()
-			r, _ := commitRepo(t)
-			first := commitFile(t, r, "a.txt", "a\n", "first")
-			second := commitFile(t, r, "a.txt", "b\n", "second")
-			const ref = "refs/heads/run"
-			zero := ZeroOID("sha1")
-			refs := &RefUpdates{Repo: r, Msg: "test"}
-			defer func() {
-				if err := refs.Close(); err != nil {
-					t.Errorf("close: %v", err)
-				}
-			}()
-			update := func(newOID, oldOID string) error {
-				t.Helper()
-				if kept {
-					return refs.Update(ctx, ref, newOID, oldOID)
-				}
-				return r.UpdateRef(ctx, ref, newOID, oldOID, "test")
-			}
-			if err := update(first, zero); err != nil {
-				t.Fatalf("create: %v", err)
-			}
-			if err := update(second, zero); !errors.Is(err, ErrStale) {
-				t.Fatalf("create over a ref that exists: %v, want ErrStale", err)
-			}
-			if err := update(second, second); !errors.Is(err, ErrStale) {
-				t.Fatalf("move from where it is not: %v, want ErrStale", err)
-			}
-			if err := update(strings.Repeat("1", 40), first); err == nil || errors.Is(err, ErrStale) {
-				t.Fatalf("move to an object the repository lacks: %v, want an error that is not ErrStale", err)
-			}
-			if at, _ := r.Resolve(ctx, ref); at != first {
-				t.Fatalf("the ref is at %s, want %s where it was", at, first)
-			}
-			if err := update(second, first); err != nil {
-				t.Fatalf("move: %v", err)
-			}
-			if at, _ := r.Resolve(ctx, ref); at != second {
-				t.Fatalf("the ref is at %s, want %s", at, second)
-			}
-			if msg, _ := r.Run(ctx, "reflog", "-1", "--format=%gs", ref); msg != "test" {
-				t.Fatalf("the reflog says %q", msg)
-			}
-			if !kept {
-				return
-			}
-			// Updates that git takes are transactions of one process.
-			pid := refs.p.Pid()
-			for range 3 {
-				if err := update(first, second); err != nil {
-					t.Fatal(err)
-				}
-				if err := update(second, first); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if refs.p.Pid() != pid {
-				t.Fatalf("the updates ran in process %d, then %d", pid, refs.p.Pid())
-			}
-			// One killed between two updates is replaced for the next.
-			refs.p.Kill()
-			<-refs.p.Done()
-			if err := update(first, second); err != nil {
-				t.Fatalf("move after the process was killed: %v", err)
-			}
-		})
+// An update is a compare-and-swap, a transaction of one process kept
+// running, which a refused update ends and the next update starts anew.
+func TestRefUpdatesMoveTheRefOnlyFromWhereItWas(t *testing.T) {
+	ctx := context.Background()
+	r, _ := commitRepo(t)
+	first := commitFile(t, r, "a.txt", "a\n", "first")
+	second := commitFile(t, r, "a.txt", "b\n", "second")
+	const ref = "refs/heads/run"
+	zero := ZeroOID("sha1")
+	refs := &RefUpdates{Repo: r, Msg: "test"}
+	defer func() {
+		if err := refs.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	update := func(newOID, oldOID string) error {
+		t.Helper()
+		return refs.Update(ctx, ref, newOID, oldOID)
+	}
+	if err := update(first, zero); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if err := update(second, zero); !errors.Is(err, ErrStale) {
+		t.Fatalf("create over a ref that exists: %v, want ErrStale", err)
+	}
+	if err := update(second, second); !errors.Is(err, ErrStale) {
+		t.Fatalf("move from where it is not: %v, want ErrStale", err)
+	}
+	if err := update(strings.Repeat("1", 40), first); err == nil || errors.Is(err, ErrStale) {
+		t.Fatalf("move to an object the repository lacks: %v, want an error that is not ErrStale", err)
+	}
+	if at, _ := r.Resolve(ctx, ref); at != first {
+		t.Fatalf("the ref is at %s, want %s where it was", at, first)
+	}
+	if err := update(second, first); err != nil {
+		t.Fatalf("move: %v", err)
+	}
+	if at, _ := r.Resolve(ctx, ref); at != second {
+		t.Fatalf("the ref is at %s, want %s", at, second)
+	}
+	if msg, _ := r.Run(ctx, "reflog", "-1", "--format=%gs", ref); msg != "test" {
+		t.Fatalf("the reflog says %q", msg)
+	}
+	// Updates that git takes are transactions of one process.
+	pid := refs.p.Pid()
+	for range 3 {
+		if err := update(first, second); err != nil {
+			t.Fatal(err)
+		}
+		if err := update(second, first); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if refs.p.Pid() != pid {
+		t.Fatalf("the updates ran in process %d, then %d", pid, refs.p.Pid())
+	}
+	// One killed between two updates is replaced for the next.
+	refs.p.Kill()
+	<-refs.p.Done()
+	if err := update(first, second); err != nil {
+		t.Fatalf("move after the process was killed: %v", err)
 	}
 }
 

@@ -13,10 +13,10 @@ import (
 	"github.com/infinite-improbability-drive/spawn/internal/proc"
 )
 
-// RefUpdates moves refs of a repository as UpdateRef does, each update a
-// compare-and-swap of its own, through one `git update-ref --stdin` kept
-// running: a transaction costs it well under a millisecond, where a git
-// process costs several. It starts at the first Update. A transaction git
+// RefUpdates moves refs of a repository, each update a compare-and-swap
+// of its own, through one `git update-ref --stdin` kept running: a
+// transaction costs it well under a millisecond, where a git process costs
+// several. It starts at the first Update. A transaction git
 // refuses ends the process (git says why, and exits); the next Update
 // starts another. Every update's reflog message is Msg. Not safe for
 // concurrent use; Close ends the process.
@@ -31,8 +31,11 @@ type RefUpdates struct {
 	stderr *bytes.Buffer // read once the process has exited
 }
 
-// Update moves ref to newOID if, and only if, it is at oldOID now (see
-// UpdateRef). Cancelling ctx kills the process.
+// Update moves ref (a full name, "refs/heads/...") to newOID if, and only
+// if, it is at oldOID now (ZeroOID: it does not exist), in one atomic
+// compare-and-swap, never through a symbolic ref. git checks that newOID
+// names an object the repository has (a commit, for a branch). A ref that
+// moved meanwhile is ErrStale. Cancelling ctx kills the process.
 func (u *RefUpdates) Update(ctx context.Context, ref, newOID, oldOID string) error {
 	if !IsOID(newOID) || !IsOID(oldOID) {
 		return fmt.Errorf("update %s: %q or %q is not an object name", ref, newOID, oldOID)
