@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -24,10 +23,8 @@ type RefUpdates struct {
 	Repo Repo
 	Msg  string
 
-	p      *proc.Process
-	in     *os.File // the process's stdin
-	out    *os.File // its stdout
-	answer *bufio.Reader
+	p      *proc.Piped
+	answer *bufio.Reader // p.Out, buffered
 	stderr *bytes.Buffer // read once the process has exited
 }
 
@@ -44,9 +41,11 @@ func (u *RefUpdates) Update(ctx context.Context, ref, newOID, oldOID string) err
 		return fmt.Errorf("update %q: not a full ref name", ref)
 	}
 	defer proc.Waited(ctx, "git update-ref", time.Now())
-	if u.p != nil && exited(u.p) {
+	if u.p != nil && exited(u.p.Process) {
 		// It died between two updates (killed): nothing was asked of it.
-		u.end(false)
+		if _, _, err := u.end(false); err != nil {
+			return fmt.Errorf("update %s: release the git update-ref that died: %w", ref, err)
+		}
 	}
 	if u.p == nil {
 		if err := u.start(); err != nil {
@@ -55,7 +54,7 @@ func (u *RefUpdates) Update(ctx context.Context, ref, newOID, oldOID string) err
 	}
 	stop := context.AfterFunc(ctx, u.p.Kill)
 	defer stop()
-	_, err := fmt.Fprintf(u.in, "start\nupdate %s %s %s\nprepare\ncommit\n", ref, newOID, oldOID)
+	_, err := fmt.Fprintf(u.p.In, "start\nupdate %s %s %s\nprepare\ncommit\n", ref, newOID, oldOID)
 	for _, want := range []string{"start: ok\n", "prepare: ok\n", "commit: ok\n"} {
 		if err != nil {
 			break
@@ -70,14 +69,14 @@ func (u *RefUpdates) Update(ctx context.Context, ref, newOID, oldOID string) err
 	}
 	// The process is done for: git refused the update and exited, or it
 	// broke the protocol, or ctx ended.
-	stderr, code := u.end(true)
+	stderr, code, released := u.end(true)
 	if ctx.Err() != nil {
-		return fmt.Errorf("update %s: %w", ref, ctx.Err())
+		return errors.Join(fmt.Errorf("update %s: %w", ref, ctx.Err()), released)
 	}
 	if stderr != "" {
-		err = &proc.ExitError{Argv: []string{"git", "update-ref", "--stdin"}, Code: code, Stderr: stderr}
+		err = &proc.ExitError{Argv: updateRefArgv, Code: code, Stderr: stderr}
 	}
-	return refError(ref, oldOID, u.Repo.ObjectFormat, err)
+	return errors.Join(refError(ref, oldOID, u.Repo.ObjectFormat, err), released)
 }
 
 // exited says p has exited.
@@ -92,45 +91,29 @@ func exited(p *proc.Process) bool {
 
 // start starts the process.
 func (u *RefUpdates) start() error {
-	inR, inW, err := os.Pipe()
+	u.stderr = &bytes.Buffer{}
+	c := u.Repo.cmd("update-ref", "--no-deref", "-m", u.Msg, "--stdin")
+	c.Stderr = u.stderr
+	p, err := proc.StartPiped(c)
 	if err != nil {
 		return err
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return errors.Join(err, inR.Close(), inW.Close())
-	}
-	u.stderr = &bytes.Buffer{}
-	c := u.Repo.cmd("update-ref", "--no-deref", "-m", u.Msg, "--stdin")
-	c.Stdin, c.Stdout, c.Stderr = inR, outW, u.stderr
-	p, err := proc.StartDirect(c)
-	// The process holds its ends now.
-	closed := errors.Join(inR.Close(), outW.Close())
-	if err == nil && closed != nil {
-		p.Kill()
-		<-p.Done()
-		err = closed
-	}
-	if err != nil {
-		return errors.Join(err, inW.Close(), outR.Close())
-	}
-	u.p, u.in, u.out, u.answer = p, inW, outR, bufio.NewReader(outR)
+	u.p, u.answer = p, bufio.NewReader(p.Out)
 	return nil
 }
 
 // end ends the process (killed when kill is set; else it reads the end
-// of its stdin and exits) and returns what it wrote on stderr and its
-// exit code.
-func (u *RefUpdates) end(kill bool) (stderr string, code int) {
-	err := u.in.Close()
+// of its stdin and exits) and returns what it wrote on stderr, its exit
+// code, and what failed in releasing it (its pipes, its wait).
+func (u *RefUpdates) end(kill bool) (stderr string, code int, err error) {
+	err = u.p.In.Close()
 	if kill {
 		u.p.Kill()
 	}
 	code, werr := u.p.Wait()
-	_ = errors.Join(err, werr, u.out.Close()) // the process is gone either way
-	stderr = strings.TrimSpace(u.stderr.String())
+	err = errors.Join(err, werr, u.p.Out.Close())
 	u.p = nil
-	return stderr, code
+	return strings.TrimSpace(u.stderr.String()), code, err
 }
 
 // Close ends the process, if one runs: its stdin closes and it exits. A
@@ -139,11 +122,15 @@ func (u *RefUpdates) Close() error {
 	if u == nil || u.p == nil {
 		return nil
 	}
-	if stderr, code := u.end(false); code != 0 {
-		return &proc.ExitError{Argv: []string{"git", "update-ref", "--stdin"}, Code: code, Stderr: stderr}
+	stderr, code, err := u.end(false)
+	if code != 0 {
+		err = errors.Join(&proc.ExitError{Argv: updateRefArgv, Code: code, Stderr: stderr}, err)
 	}
-	return nil
+	return err
 }
+
+// updateRefArgv names the process in its errors.
+var updateRefArgv = []string{"git", "update-ref", "--stdin"}
 
 // refError is the error of an update of ref from oldOID that git
 // refused with err: ErrStale when the ref was not at oldOID.

@@ -173,6 +173,42 @@ func StartDirect(c Cmd) (*Process, error) {
 	return startDirect(c)
 }
 
+// Piped is a process StartPiped started, with the ends of its standard
+// input and output that its starter keeps.
+type Piped struct {
+	*Process
+	In  *os.File // writes the process's stdin; closing it ends its input
+	Out *os.File // reads its stdout
+}
+
+// StartPiped is StartDirect with c's stdin and stdout on new pipes (c's
+// own Stdin and Stdout are not used): the process holds its ends, and the
+// starter writes and reads the others. A process that started but whose
+// ends could not be closed is killed, and its start fails.
+func StartPiped(c Cmd) (*Piped, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", c.Path, err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("start %s: %w", c.Path, err), inR.Close(), inW.Close())
+	}
+	c.Stdin, c.Stdout = inR, outW
+	p, err := startDirect(c)
+	// The process holds its ends now.
+	closed := errors.Join(inR.Close(), outW.Close())
+	if err == nil && closed != nil {
+		p.Kill()
+		<-p.Done()
+		err = fmt.Errorf("start %s: %w", c.Path, closed)
+	}
+	if err != nil {
+		return nil, errors.Join(err, inW.Close(), outR.Close())
+	}
+	return &Piped{Process: p, In: inW, Out: outR}, nil
+}
+
 // startDirect starts c itself (no reaper) in a new process group.
 func startDirect(c Cmd) (*Process, error) {
 	cmd := exec.Command(c.Path, c.Args...)

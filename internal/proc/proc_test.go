@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -249,4 +250,21 @@ func TestAReaperKilledAloneLeavesNothingInItsGroup(t *testing.T) {
 	require.NoError(t, err)
 	testenv.AssertGroupGone(t, p.Pid())
 	assert.False(t, running(t, worker), "the worker in the reaper's group is gone when Wait returns")
+}
+
+// A piped process reads what its starter writes and answers on the pipe
+// the starter reads; closing its input ends it.
+func TestStartPipedTalksOverItsPipes(t *testing.T) {
+	p, err := StartPiped(Cmd{Path: "cat", Env: env()})
+	require.NoError(t, err)
+	_, err = io.WriteString(p.In, "ping\n")
+	require.NoError(t, err)
+	line, err := bufio.NewReader(p.Out).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "ping\n", line)
+	require.NoError(t, p.In.Close())
+	code, err := p.Wait()
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	require.NoError(t, p.Out.Close())
 }

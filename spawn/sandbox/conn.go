@@ -33,25 +33,12 @@ type helperConn struct {
 
 // startHelper starts the helper in worktree through jail.
 func startHelper(jail Jail, exe, worktree string) (*helperConn, error) {
-	inR, inW, err := os.Pipe()
+	h := &helperConn{worktree: worktree, stderr: &tail{}}
+	p, err := proc.StartPiped(jail.Confine(proc.Cmd{Path: exe, Args: []string{HelperArg}, Dir: worktree, Stderr: h.stderr}))
 	if err != nil {
-		return nil, fmt.Errorf("start spawn's git helper: %w", err)
+		return nil, fmt.Errorf("start spawn's git helper in %s: %w", worktree, err)
 	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("start spawn's git helper: %w", err), inR.Close(), inW.Close())
-	}
-	h := &helperConn{worktree: worktree, requests: inW, out: outR, answers: bufio.NewReaderSize(outR, 64<<10), stderr: &tail{}}
-	c := jail.Confine(proc.Cmd{Path: exe, Args: []string{HelperArg}, Dir: worktree, Stdin: inR, Stdout: outW, Stderr: h.stderr})
-	h.p, err = proc.StartDirect(c)
-	// The helper holds its ends now; spawn keeps the others.
-	closed := errors.Join(inR.Close(), outW.Close())
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("start spawn's git helper in %s: %w", worktree, err), closed, inW.Close(), outR.Close())
-	}
-	if closed != nil {
-		return nil, errors.Join(fmt.Errorf("start spawn's git helper in %s: %w", worktree, closed), h.drop())
-	}
+	h.p, h.requests, h.out, h.answers = p.Process, p.In, p.Out, bufio.NewReaderSize(p.Out, 64<<10)
 	return h, nil
 }
 
