@@ -231,7 +231,8 @@ func (l *probeLayout) run(ctx context.Context, env []string, bin string) (checks
 	if err != nil {
 		var exit *proc.ExitError
 		if errors.As(err, &exit) {
-			msg := text.FirstLine(exit.Stderr)
+			// The whole first line: sandbox-exec names the call that failed.
+			msg, _, _ := strings.Cut(strings.TrimSpace(exit.Stderr), "\n")
 			if strings.Contains(msg, "sandbox_apply") {
 				return nil, fmt.Errorf("sandbox-exec could not apply spawn's profile (%s): Seatbelt does not nest, and spawn itself runs in a sandbox (Codex's, another agent's, an app's); run spawn outside it", msg)
 			}
